@@ -1,0 +1,94 @@
+"""The agent interface: given the episode so far, produce one action."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from .budget import Budget
+from .context_image import ContextImage
+from .task import Task
+from .tool import Tool
+from .trajectory import InputSummary, Step, Usage
+
+
+class AgentError(RuntimeError):
+    """The agent could not produce a turn (endpoint down after retries, bad request...).
+    The episode ends with finish_reason "error" and is retried on resume."""
+
+
+@dataclass
+class Prompting:
+    """Prompt choices of a run: dataset overrides and whether the agent is told its budget."""
+
+    system_prompt: str | None = None
+    format_instruction: str | None = None
+    show_budget: bool = False
+
+
+@dataclass
+class EpisodeView:
+    """Everything an agent may know when it acts.
+
+    `images` holds every image in context: the task images first, then each image
+    a tool returned, in order; `Step.observation.image_indices` point into it.
+    `final_turn` means tools are off and an answer is required now.
+    """
+
+    task: Task
+    images: list[ContextImage]
+    n_task_images: int
+    tools: list[Tool]
+    steps: list[Step]
+    budget: Budget
+    round: int
+    final_turn: bool = False
+    prompting: Prompting = field(default_factory=Prompting)
+
+
+@dataclass
+class AgentTurn:
+    """One model turn and the action parsed from it."""
+
+    output: str
+    action: Literal["tool_call", "answer", "invalid"]
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    call_id: str | None = None
+    raw_call: str | None = None
+    answer: str | None = None
+    error: str | None = None
+    reasoning: str | None = None
+    ignored_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    input: InputSummary = field(default_factory=InputSummary)
+
+
+class Agent(ABC):
+    """Implementations: `act` must not raise except AgentError (or cancellation)."""
+
+    id: str = "agent"
+
+    @abstractmethod
+    async def act(self, view: EpisodeView) -> AgentTurn: ...
+
+    def describe(self) -> dict[str, Any]:
+        """Config recorded in run.json (never secrets)."""
+        return {"id": self.id}
+
+    async def aclose(self) -> None:
+        """Release connections."""
+
+
+AGENTS: dict[str, Callable[..., Agent]] = {}
+
+
+def register_agent(name: str):
+    """Decorator for an agent factory `factory(**options) -> Agent`."""
+
+    def wrap(factory):
+        AGENTS[name] = factory
+        return factory
+
+    return wrap

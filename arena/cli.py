@@ -1,0 +1,228 @@
+"""The `arena` command line (typer + rich)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import inspect
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Evaluate tool-using multimodal agents.")
+world_app = typer.Typer(no_args_is_help=True, help="Build and check generated worlds.")
+app.add_typer(world_app, name="world")
+console = Console(width=None if sys.stdout.isatty() else 160)
+
+
+def _split(values: list[str]) -> list[str]:
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def _parse_kv(pairs: list[str], what: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{what} must look like key=value, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(2)
+
+
+def execute_with_progress(config, force: bool = False):
+    """Run with a progress bar; errors in the data or the config end with a clear message."""
+    from runs.runner import execute
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
+                  transient=False) as bar:
+        state = {"task": None, "correct": 0, "errors": 0}
+
+        def on_start(todo: int, total: int) -> None:
+            state["task"] = bar.add_task(f"episodes ({total - todo} already done)" if todo < total else "episodes",
+                                         total=todo, status="")
+
+        def on_episode(episode, verdict) -> None:
+            state["correct"] += int(bool(verdict and verdict.correct))
+            state["errors"] += int(episode.finish_reason == "error")
+            bar.update(state["task"], advance=1,
+                       status=f"correct {state['correct']}  errors {state['errors']}")
+
+        return asyncio.run(execute(config, progress=on_episode, on_start=on_start, force=force))
+
+
+def print_result(result) -> None:
+    from runs.table import summary_table
+
+    console.print(summary_table(result.summary, title=f"{result.run_id} (judge: {result.summary['judge']})"))
+    console.print(f"run directory: {result.run_dir}")
+
+
+@app.command()
+def run(
+    data: Path = typer.Option(..., "--data", help="Task file (arena JSONL, VistaArena JSON/JSONL), datasets.json, or world dir."),
+    root: Optional[Path] = typer.Option(None, help="Dataset root for relative paths (default: the file's directory)."),
+    fmt: Optional[str] = typer.Option(None, "--format", help="Force a loader (world, tasks, vistaarena, ...)."),
+    corpus: Optional[Path] = typer.Option(None, help="Corpus directory (docs.jsonl) for offline text search."),
+    agent: str = typer.Option("openai", help="Agent: openai, scripted, smolagents, oracle, direct, text-only, ..."),
+    model: Optional[str] = typer.Option(None, help="Model name at the endpoint."),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1."),
+    api_key_env: Optional[str] = typer.Option(None, help="Environment variable holding the API key (never stored)."),
+    tool_mode: str = typer.Option("xml", help="xml (Qwen/Hermes <tool_call>, VistaArena) or native (tools= API)."),
+    temperature: float = typer.Option(0.7, help="Sampling temperature of the agent (paper: 0.7)."),
+    max_tokens: Optional[int] = typer.Option(None, help="Max completion tokens per turn."),
+    timeout: float = typer.Option(120.0, help="Per-request timeout in seconds."),
+    image_max_pixels: int = typer.Option(1280 * 28 * 28, help="max_pixels of smart_resize for images sent to the model."),
+    script: Optional[Path] = typer.Option(None, help="Action script (JSON/YAML) for --agent scripted."),
+    agent_option: list[str] = typer.Option([], help="Extra agent option key=value (JSON values allowed)."),
+    setting: list[str] = typer.Option(["search+crop"], help="no-tool, search, search+crop, or tools joined by +."),
+    max_rounds: list[str] = typer.Option(["10"], help="Round budget(s), e.g. 10 or 6,8,10."),
+    repeats: int = typer.Option(1, help="Repeats per task (paper: 5)."),
+    seed: int = typer.Option(0),
+    concurrency: int = typer.Option(8, help="Episodes in flight."),
+    judge: str = typer.Option("auto", help="auto (each task's judge), normalized, mcq, llm, ..."),
+    judge_model: Optional[str] = typer.Option(None),
+    judge_base_url: Optional[str] = typer.Option(None),
+    judge_api_key_env: Optional[str] = typer.Option(None),
+    judge_with_image: bool = typer.Option(False, help="Attach the task image to LLM judge calls."),
+    top_k: int = typer.Option(3, help="Text search results per call (paper: 3)."),
+    bbox_coords: str = typer.Option("relative", help="Crop box coordinates: relative (0-1000) or pixel."),
+    image_search: str = typer.Option("auto", help="Reverse image search: auto, stored, index."),
+    tool_option: list[str] = typer.Option([], help="Extra tool option key=value."),
+    final_answer_turn: bool = typer.Option(True, help="Ask for an answer when the budget runs out (original: off)."),
+    stop_on_invalid: bool = typer.Option(False, help="End an episode at a malformed call (original behaviour)."),
+    show_budget: bool = typer.Option(False, help="Tell the agent its round budget in the system prompt."),
+    limit: Optional[int] = typer.Option(None, help="Only the first N tasks."),
+    task: list[str] = typer.Option([], help="Only these task ids."),
+    run_id: Optional[str] = typer.Option(None, help="Run id (default: derived from data, agent and grid)."),
+    out: Path = typer.Option(Path("logs"), help="Directory of run directories."),
+    force: bool = typer.Option(False, help="Continue a run whose configuration changed."),
+) -> None:
+    """Run (or resume) an evaluation: tasks x settings x budgets x repeats."""
+    from arena.agent import AGENTS
+    from arena.budget import Budget
+    from arena.tool import ToolOptions
+    from runs.config import RunConfig
+    from runs.runner import load_plugins
+
+    load_plugins()
+    if agent not in AGENTS:
+        _fail(f"unknown agent {agent!r}; known: {', '.join(sorted(AGENTS))}")
+    offered = {"model": model, "base_url": base_url, "api_key_env": api_key_env, "tool_mode": tool_mode,
+               "temperature": temperature, "max_tokens": max_tokens, "timeout": timeout,
+               "image_max_pixels": image_max_pixels, "script": str(script) if script else None}
+    params = inspect.signature(AGENTS[agent]).parameters
+    agent_options = {k: v for k, v in offered.items() if k in params and v is not None}
+    agent_options.update(_parse_kv(agent_option, "--agent-option"))
+    judge_options = {k: v for k, v in {"model": judge_model, "base_url": judge_base_url,
+                                       "api_key_env": judge_api_key_env,
+                                       "with_image": judge_with_image or None}.items() if v is not None}
+    try:
+        config = RunConfig(
+            data=str(data), root=str(root) if root else None, fmt=fmt, corpus=str(corpus) if corpus else None,
+            agent=agent, agent_options=agent_options, settings=_split(setting),
+            max_rounds=[int(n) for n in _split(max_rounds)], repeats=repeats, seed=seed, concurrency=concurrency,
+            judge=judge, judge_options=judge_options,
+            tool_options=ToolOptions(top_k=top_k, bbox_coords=bbox_coords, image_search=image_search,
+                                     **_parse_kv(tool_option, "--tool-option")),
+            budget=Budget(final_answer_turn=final_answer_turn, on_invalid="stop" if stop_on_invalid else "observe"),
+            show_budget=show_budget, limit=limit, task_ids=task or None, run_id=run_id, out=str(out),
+        )
+        result = execute_with_progress(config, force=force)
+    except (ValueError, RuntimeError, OSError) as exc:
+        _fail(str(exc))
+    print_result(result)
+
+
+@app.command()
+def summary(run_dir: Path, judge: str = typer.Option("auto", help="Whose verdicts count.")) -> None:
+    """Recompute a run's metrics from episodes.jsonl and verdicts.jsonl and print them."""
+    from judges.metrics import summarize
+    from runs.store import RunStore
+    from runs.table import summary_table
+
+    store = RunStore(run_dir)
+    if not store.exists():
+        _fail(f"{run_dir}: not a run directory (no run.json)")
+    result = summarize(store.episodes(), store.verdicts(), judge)
+    console.print(summary_table(result, title=f"{run_dir.name} (judge: {judge})"))
+
+
+@app.command()
+def demo(out: Path = typer.Option(Path("logs"), help="Where run directories go."),
+         worlds: Path = typer.Option(Path("worlds"), help="Where the demo world is built."),
+         size: str = typer.Option("small", help="World size.")) -> None:
+    """Offline demo: build the bundled world, run baseline agents through the arena, print the results."""
+    from runs.demo import run_demo
+
+    run_demo(console, out=out, worlds=worlds, size=size)
+
+
+@world_app.command("build")
+def world_build(name: str, out: Optional[Path] = typer.Option(None, help="Output directory (default worlds/NAME-SIZE)."),
+                seed: int = typer.Option(0), size: str = typer.Option("small")) -> None:
+    """Generate a bundled world, deterministically from the seed."""
+    import time
+
+    from arena.world import WORLD_BUILDERS, read_world
+    from runs.runner import load_plugins
+
+    load_plugins()
+    if name not in WORLD_BUILDERS:
+        _fail(f"unknown world {name!r}; known: {', '.join(sorted(WORLD_BUILDERS))}")
+    target = out or Path("worlds") / f"{name}-{size}"
+    started = time.perf_counter()
+    path = WORLD_BUILDERS[name](target, seed=seed, size=size)
+    info = read_world(path)
+    console.print(f"built {info.name} ({info.size}, seed {info.seed}) in {time.perf_counter() - started:.1f} s "
+                  f"at {path}: {json.dumps(info.counts)}")
+
+
+@world_app.command("check")
+def world_check(path: Path, out: Path = typer.Option(Path("logs"), help="Where the check's runs go."),
+                concurrency: int = typer.Option(4)) -> None:
+    """Validate a world: oracle solves every task, baselines stay near zero, no answer leaks."""
+    from runs.runner import load_plugins
+    from runs.world_check import check_world
+
+    load_plugins()
+    report = check_world(path, out, concurrency=concurrency)
+    console.print_json(report.model_dump_json())
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command("list")
+def list_plugins() -> None:
+    """List the installed suites (loaders), worlds, settings, tools, agents and judges."""
+    from arena.agent import AGENTS
+    from arena.dataset import LOADERS
+    from arena.judge import JUDGES
+    from arena.settings import SETTINGS
+    from arena.tool import TOOLS
+    from arena.world import WORLD_BUILDERS
+    from runs.runner import load_plugins
+
+    load_plugins()
+    console.print(f"[bold]loaders[/bold]  {', '.join(loader.name for loader in LOADERS)}")
+    console.print(f"[bold]worlds[/bold]   {', '.join(sorted(WORLD_BUILDERS))}")
+    console.print(f"[bold]settings[/bold] {', '.join(f'{k}={list(v)}' for k, v in SETTINGS.items())}")
+    console.print(f"[bold]tools[/bold]    {', '.join(sorted(TOOLS))}")
+    console.print(f"[bold]agents[/bold]   {', '.join(sorted(AGENTS))}")
+    console.print(f"[bold]judges[/bold]   {', '.join(sorted(JUDGES))}")
+
+
+def main() -> None:
+    app()

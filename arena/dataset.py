@@ -1,0 +1,72 @@
+"""Datasets: tasks plus the root their paths live in and the offline world their tools use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .paths import resolve_inside
+from .task import Task
+
+
+class DatasetError(ValueError):
+    """A dataset file that cannot be read; the message names file, line and field."""
+
+
+@dataclass
+class Dataset:
+    """Tasks with the directory their relative paths resolve in.
+
+    `world` is an offline world directory (corpus, image index, site) that tools
+    use; `corpus` a corpus directory for text search when there is no world.
+    `system_prompt` / `format_instruction` override the arena's prompts (VistaArena's
+    `input_template.arguments`). `reward_fn` names the original reward functions.
+    """
+
+    name: str
+    root: Path
+    tasks: list[Task]
+    source: Path
+    world: Path | None = None
+    corpus: Path | None = None
+    system_prompt: str | None = None
+    format_instruction: str | None = None
+    reward_fn: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def resolve(self, relative: str, where: str = "") -> Path:
+        """A path of this dataset, which must stay inside `root`."""
+        return resolve_inside(self.root, relative, where=where or str(self.source))
+
+
+@dataclass
+class Loader:
+    name: str
+    detect: Callable[[Path], bool]
+    load: Callable[..., list[Dataset]]
+
+
+LOADERS: list[Loader] = []
+
+
+def register_loader(name: str, detect: Callable[[Path], bool]):
+    """Decorator: `load(path, root=None) -> list[Dataset]` handles files `detect` accepts."""
+
+    def wrap(load: Callable[..., list[Dataset]]):
+        LOADERS.append(Loader(name, detect, load))
+        return load
+
+    return wrap
+
+
+def load_datasets(path: str | Path, root: str | Path | None = None, fmt: str | None = None) -> list[Dataset]:
+    """Load whatever `path` is (a task file, a datasets.json, a world directory) with the first loader that accepts it."""
+    path = Path(path)
+    if not path.exists():
+        raise DatasetError(f"{path}: no such file or directory")
+    for loader in LOADERS:
+        if (fmt and loader.name == fmt) or (not fmt and loader.detect(path)):
+            return loader.load(path, root=Path(root) if root else None)
+    known = ", ".join(loader.name for loader in LOADERS)
+    raise DatasetError(f"{path}: no loader recognises this data (known formats: {known})")

@@ -1,0 +1,212 @@
+"""The episode loop: one agent, one task, one tool call per round, within a budget.
+
+Every failure becomes data: a malformed call, an unknown tool, bad arguments, a
+tool that raises or times out all become error observations the model sees, and
+the episode goes on. Only a failing agent (endpoint down after retries) or a task
+whose images cannot be read ends an episode with finish_reason "error".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from .agent import Agent, AgentError, AgentTurn, EpisodeView, Prompting
+from .blobs import BlobStore
+from .budget import Budget
+from .context_image import ContextImage
+from .dataset import Dataset
+from .images import ImageError
+from .paths import PathEscapeError
+from .protocol import extract_answer
+from .task import Task, TaskRef
+from .tool import Tool, ToolArgumentError, ToolContext, ToolError
+from .trajectory import Episode, Observation, Step, Totals, Usage, clip, episode_key
+
+MAX_OBSERVATION_CHARS = 32_000
+
+
+@dataclass
+class EpisodeSpec:
+    """One cell of a run grid."""
+
+    run_id: str
+    task: Task
+    dataset: Dataset
+    agent: Agent
+    tools: list[Tool]
+    setting: str
+    budget: Budget = field(default_factory=Budget)
+    repeat: int = 0
+    seed: int = 0
+    prompting: Prompting = field(default_factory=Prompting)
+
+    @property
+    def key(self) -> str:
+        return episode_key(self.task.id, self.setting, self.budget.max_rounds, self.repeat, self.agent.id)
+
+
+class _Run:
+    def __init__(self, spec: EpisodeSpec, blobs: BlobStore):
+        self.spec = spec
+        self.blobs = blobs
+        self.steps: list[Step] = []
+        self.images: list[ContextImage] = []
+        self.totals = Totals()
+        self.usage = Usage()
+        self.tools = {tool.name: tool for tool in spec.tools}
+
+    def view(self, round_: int, final: bool) -> EpisodeView:
+        spec = self.spec
+        return EpisodeView(task=spec.task, images=list(self.images), n_task_images=len(spec.task.images),
+                           tools=[] if final else spec.tools, steps=list(self.steps), budget=spec.budget,
+                           round=round_, final_turn=final, prompting=spec.prompting)
+
+    async def load_task_images(self) -> None:
+        task, dataset = self.spec.task, self.spec.dataset
+        for i, rel in enumerate(task.images):
+            path = dataset.resolve(rel, where=f"{dataset.source}: task {task.id!r} field images[{i}]")
+            if not path.is_file():
+                raise ImageError(f"{dataset.source}: task {task.id!r} field images[{i}]: no such file {path}")
+            image = ContextImage(await asyncio.to_thread(self.blobs.put_file, path), source="task", path=path)
+            await image.pil()
+            self.images.append(image)
+
+    async def act(self, round_: int, final: bool) -> tuple[AgentTurn, float]:
+        started = time.perf_counter()
+        turn = await self.spec.agent.act(self.view(round_, final))
+        return turn, time.perf_counter() - started
+
+    def step_from(self, turn: AgentTurn, round_: int, seconds: float, final: bool) -> Step:
+        self.usage = self.usage + turn.usage
+        return Step(round=round_, final_turn=final, input=turn.input, output=clip(turn.output) or "",
+                    reasoning=clip(turn.reasoning), action=turn.action, tool=turn.tool,
+                    arguments=turn.arguments, call_id=turn.call_id, raw_call=clip(turn.raw_call, 8192),
+                    answer=clip(turn.answer, 8192), error=turn.error, ignored_calls=turn.ignored_calls,
+                    model_seconds=seconds, usage=turn.usage)
+
+    async def call_tool(self, step: Step) -> None:
+        name = step.tool or ""
+        tool = self.tools.get(name)
+        limit = self.spec.budget.tool_limits.get(name)
+        used = self.totals.calls_per_tool.get(name, 0)
+        if tool is None:
+            available = ", ".join(self.tools) or "none in this setting; answer inside <answer></answer>"
+            return self.invalid(step, f"unknown tool {name!r}; available tools: {available}")
+        if limit is not None and used >= limit:
+            return self.invalid(step, f"{name} may be called at most {limit} times in this episode")
+        ctx = ToolContext(task=self.spec.task, dataset=self.spec.dataset, images=self.images, blobs=self.blobs)
+        started = time.perf_counter()
+        try:
+            result = await asyncio.wait_for(tool(step.arguments or {}, ctx), tool.options.tool_timeout)
+        except ToolArgumentError as exc:
+            step.tool_seconds = time.perf_counter() - started
+            return self.invalid(step, str(exc))
+        except ToolError as exc:
+            step.error = str(exc)
+            step.observation = Observation(text=f"Error: {exc}", error=True)
+        except asyncio.TimeoutError:
+            step.error = f"{name} timed out after {tool.options.tool_timeout:g} s"
+            step.observation = Observation(text=f"Error: {step.error}", error=True)
+        except Exception as exc:  # a tool bug must not end the run
+            step.error = f"{name} failed: {type(exc).__name__}: {exc}"
+            step.observation = Observation(text=f"Error: {step.error}", error=True,
+                                           data={"traceback": traceback.format_exc(limit=5)})
+        else:
+            indices, blob_ids = [], []
+            for image in result.images:
+                blob_id = await asyncio.to_thread(self.blobs.put_image, image)
+                self.images.append(ContextImage(blob_id, source=name, image=image))
+                indices.append(len(self.images) - 1)
+                blob_ids.append(blob_id)
+            text = clip(result.text, MAX_OBSERVATION_CHARS) or ""
+            if indices:
+                label = ", ".join(str(i) for i in indices)
+                text += f"\n(Returned image{'s' if len(indices) > 1 else ''}: img_idx {label}.)"
+            step.observation = Observation(text=text.strip(), images=blob_ids, image_indices=indices,
+                                           data=result.data)
+        step.tool_seconds = time.perf_counter() - started
+        self.totals.tool_calls += 1
+        self.totals.calls_per_tool[name] = used + 1
+
+    def invalid(self, step: Step, message: str) -> None:
+        step.error = message
+        step.observation = Observation(text=f"Error: {message}", error=True)
+        self.totals.invalid_calls += 1
+
+    def out_of_budget(self, started: float) -> str | None:
+        budget = self.spec.budget
+        if budget.max_seconds is not None and time.perf_counter() - started >= budget.max_seconds:
+            return f"wall-time limit of {budget.max_seconds:g} s reached"
+        total = self.usage.prompt_tokens + self.usage.completion_tokens
+        if budget.max_tokens is not None and total >= budget.max_tokens:
+            return f"token limit of {budget.max_tokens} reached ({total} used)"
+        return None
+
+
+async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
+    """Play one episode to the end and return its record (never raises for agent, tool or data faults)."""
+    run = _Run(spec, blobs)
+    started_wall = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = time.perf_counter()
+    answer: str | None = None
+    finish: str | None = None
+    error: str | None = None
+    try:
+        await run.load_task_images()
+        for round_ in range(1, spec.budget.max_rounds + 1):
+            if (error := run.out_of_budget(started)) is not None:
+                finish = "budget"
+                break
+            turn, seconds = await run.act(round_, final=False)
+            step = run.step_from(turn, round_, seconds, final=False)
+            run.totals.ignored_calls += step.ignored_calls
+            run.steps.append(step)
+            if step.action == "answer":
+                answer, finish = step.answer, "answered"
+                break
+            if step.action == "invalid":
+                run.invalid(step, step.error or "invalid response")
+                if spec.budget.on_invalid == "stop":
+                    finish = "invalid"
+                    break
+                continue
+            await run.call_tool(step)
+        else:
+            finish = "budget"
+        if finish == "budget" and spec.budget.final_answer_turn:
+            turn, seconds = await run.act(spec.budget.max_rounds + 1, final=True)
+            step = run.step_from(turn, spec.budget.max_rounds + 1, seconds, final=True)
+            run.steps.append(step)
+            if step.action == "answer":
+                answer = step.answer
+            else:
+                answer, tagged = extract_answer(step.output)
+                if not tagged:
+                    answer = None
+                    step.error = step.error or "no answer in the final turn"
+                    run.totals.ignored_calls += 1 if step.action == "tool_call" else 0
+    except AgentError as exc:
+        finish, error = "error", str(exc)
+    except (ImageError, PathEscapeError) as exc:
+        finish, error = "error", str(exc)
+    except Exception as exc:  # an arena bug: record it, keep the run going
+        finish, error = "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
+    totals = run.totals
+    totals.rounds = sum(1 for s in run.steps if not s.final_turn)
+    totals.prompt_tokens = run.usage.prompt_tokens
+    totals.completion_tokens = run.usage.completion_tokens
+    totals.model_seconds = sum(s.model_seconds for s in run.steps)
+    totals.tool_seconds = sum(s.tool_seconds for s in run.steps)
+    totals.seconds = time.perf_counter() - started
+    return Episode(
+        id=uuid.uuid4().hex, run_id=spec.run_id, key=spec.key, task=TaskRef.of(spec.task),
+        agent=spec.agent.id, setting=spec.setting, tools=[t.name for t in spec.tools], budget=spec.budget,
+        seed=spec.seed, repeat=spec.repeat, images=[img.blob_id for img in run.images[: len(spec.task.images)]],
+        steps=run.steps, answer=answer, finish_reason=finish or "error", error=error, totals=totals,
+        started_at=started_wall,
+    )

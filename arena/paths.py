@@ -1,0 +1,19 @@
+"""Resolving dataset-relative paths without letting them escape their root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class PathEscapeError(ValueError):
+    """A dataset path that points outside its root (absolute, `..`, or a symlink out)."""
+
+
+def resolve_inside(root: str | Path, relative: str, *, where: str = "") -> Path:
+    """Return `root / relative` resolved, or raise PathEscapeError naming `where` and the path."""
+    root_path = Path(root).resolve()
+    candidate = (root_path / relative).resolve()
+    if candidate != root_path and root_path not in candidate.parents:
+        at = f"{where}: " if where else ""
+        raise PathEscapeError(f"{at}path {relative!r} escapes the dataset root {root_path}")
+    return candidate

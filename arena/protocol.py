@@ -1,0 +1,127 @@
+"""The Qwen/Hermes text protocol: thinking, `<tool_call>` JSON, `<answer>`.
+
+Parsing never raises: whatever the model wrote becomes a tool call, an answer or
+an invalid action with a message the model can act on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+_THINK = re.compile(r"<(think|thinking)>(.*?)</\1>", re.S | re.I)
+_TOOL_OPEN = "<tool_call>"
+_TOOL_CLOSE = "</tool_call>"
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
+MAX_PARSED_CHARS = 2_000_000
+
+
+@dataclass
+class ParsedAction:
+    kind: Literal["tool_call", "answer", "invalid"]
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    raw_call: str | None = None
+    answer: str | None = None
+    error: str | None = None
+    ignored_calls: int = 0
+    reasoning: str | None = None
+    tagged: bool = True
+
+
+def split_thinking(text: str) -> tuple[str, str | None]:
+    """Return (text without thinking, thinking). Handles `<think>`/`<thinking>` blocks and a
+    leading block whose opening tag the chat template already emitted (`...</think>`)."""
+    thoughts = [m.group(2).strip() for m in _THINK.finditer(text)]
+    visible = _THINK.sub("", text)
+    lowered = visible.lower()
+    for closer in ("</think>", "</thinking>"):
+        at = lowered.find(closer)
+        if at != -1 and "<think" not in lowered[:at]:
+            thoughts.insert(0, visible[:at].strip())
+            visible = visible[at + len(closer):]
+            break
+    return visible, ("\n\n".join(t for t in thoughts if t) or None)
+
+
+def _tool_call_bodies(text: str) -> list[str]:
+    bodies, pos = [], 0
+    while True:
+        start = text.find(_TOOL_OPEN, pos)
+        if start == -1:
+            return bodies
+        end = text.find(_TOOL_CLOSE, start)
+        if end == -1:
+            bodies.append(text[start + len(_TOOL_OPEN):])
+            return bodies
+        bodies.append(text[start + len(_TOOL_OPEN):end])
+        pos = end + len(_TOOL_CLOSE)
+
+
+def parse_tool_call_json(body: str) -> tuple[str | None, dict[str, Any] | None, str | None]:
+    """Parse `{"name": ..., "arguments": {...}}`; returns (name, arguments, error)."""
+    snippet = body.strip()
+    try:
+        data = json.loads(snippet)
+    except json.JSONDecodeError as exc:
+        return None, None, (
+            f"the tool call is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+            'write <tool_call>{"name": "...", "arguments": {...}}</tool_call>'
+        )
+    if not isinstance(data, dict):
+        return None, None, f"the tool call must be a JSON object, got {type(data).__name__}"
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        return None, None, 'the tool call has no "name" string'
+    arguments = data.get("arguments", data.get("parameters", {}))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return name, None, f'"arguments" of {name} is a string that is not valid JSON ({exc.msg})'
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return name, None, f'"arguments" of {name} must be a JSON object, got {type(arguments).__name__}'
+    return name, arguments, None
+
+
+def extract_answer(text: str) -> tuple[str | None, bool]:
+    """The content of the last `<answer>` block (thinking removed), else the visible text.
+    Returns (answer or None when empty, whether it was tagged)."""
+    visible, _ = split_thinking(text[:MAX_PARSED_CHARS])
+    found = _ANSWER.findall(visible)
+    if found:
+        return found[-1].strip(), True
+    stripped = visible.strip()
+    return (stripped or None), False
+
+
+def parse_response(text: str) -> ParsedAction:
+    """Turn one model response into the round's action.
+
+    Whichever comes first wins: a `<tool_call>` (only the first one runs; the rest
+    are counted in `ignored_calls`) or an `<answer>`. With neither, the visible text
+    is the answer (as in the original VistaArena, which ends when no tool is called).
+    """
+    text = text[:MAX_PARSED_CHARS]
+    visible, reasoning = split_thinking(text)
+    bodies = _tool_call_bodies(visible)
+    answer_match = _ANSWER.search(visible)
+    call_at = visible.find(_TOOL_OPEN)
+    if bodies and (answer_match is None or call_at < answer_match.start()):
+        name, arguments, error = parse_tool_call_json(bodies[0])
+        raw = bodies[0].strip()
+        if error:
+            return ParsedAction("invalid", tool=name, raw_call=raw, error=error,
+                                ignored_calls=len(bodies) - 1, reasoning=reasoning)
+        return ParsedAction("tool_call", tool=name, arguments=arguments, raw_call=raw,
+                            ignored_calls=len(bodies) - 1, reasoning=reasoning)
+    answer, tagged = extract_answer(text)
+    if answer is None:
+        return ParsedAction("invalid", error="the response is empty: call a tool or give <answer></answer>",
+                            reasoning=reasoning)
+    return ParsedAction("answer", answer=answer, tagged=tagged, reasoning=reasoning,
+                        ignored_calls=len(bodies))

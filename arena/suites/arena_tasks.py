@@ -1,0 +1,110 @@
+"""The arena's own formats: Task JSON lines (or a JSON list), and world directories."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import ValidationError
+
+from arena.dataset import Dataset, DatasetError, register_loader
+from arena.paths import PathEscapeError, resolve_inside
+from arena.task import Task
+from arena.world import is_world, read_world
+
+
+def content_id(record: dict[str, Any], prefix: str = "t") -> str:
+    """A stable id from a record's content (not its position in the file)."""
+    canonical = json.dumps(record, sort_keys=True, ensure_ascii=False, default=str)
+    return f"{prefix}-{hashlib.sha256(canonical.encode()).hexdigest()[:12]}"
+
+
+def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, record) from a JSON list or a JSON-lines file; errors name file and line."""
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+        for i, item in enumerate(data):
+            yield i + 1, item
+        return
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}:{lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+
+
+def first_record(path: Path) -> Any:
+    """The first record of a JSON / JSON-lines file, or None when it is not one."""
+    try:
+        first = next(iter_records(path), None)
+    except (DatasetError, OSError, UnicodeDecodeError):
+        return None
+    return first[1] if first else None
+
+
+def check_paths(task: Task, root: Path, where: str) -> None:
+    paths = [(f"images[{i}]", p) for i, p in enumerate(task.images)]
+    paths += [(f"metadata.image_search[{i}].thumbnail", r.get("thumbnail")) for i, r in
+              enumerate(task.metadata.get("image_search") or []) if isinstance(r, dict) and r.get("thumbnail")]
+    for field, rel in paths:
+        try:
+            resolve_inside(root, rel, where=f"{where}: field {field}")
+        except PathEscapeError as exc:
+            raise DatasetError(str(exc)) from None
+
+
+def load_task_file(path: Path, root: Path) -> list[Task]:
+    tasks, seen = [], set()
+    for lineno, record in iter_records(path):
+        where = f"{path}:{lineno}"
+        if not isinstance(record, dict):
+            raise DatasetError(f"{where}: a task must be a JSON object")
+        record = dict(record)
+        record.setdefault("id", content_id(record))
+        try:
+            task = Task.model_validate(record)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"])
+            raise DatasetError(f"{where}: field {field}: {err['msg']}") from None
+        if task.id in seen:
+            raise DatasetError(f"{where}: field id: duplicate task id {task.id!r}")
+        seen.add(task.id)
+        check_paths(task, root, where)
+        tasks.append(task)
+    return tasks
+
+
+def _is_task_file(path: Path) -> bool:
+    if not path.is_file() or path.suffix not in (".json", ".jsonl"):
+        return False
+    record = first_record(path)
+    return isinstance(record, dict) and "question" in record and "answers" in record
+
+
+@register_loader("world", detect=is_world)
+def load_world(path: Path, root: Path | None = None) -> list[Dataset]:
+    info = read_world(path)
+    tasks_file = path / "tasks.jsonl"
+    if not tasks_file.is_file():
+        raise DatasetError(f"{path}: world has no tasks.jsonl")
+    corpus = path / "corpus"
+    return [Dataset(name=info.name, root=path.resolve(), tasks=load_task_file(tasks_file, path.resolve()),
+                    source=tasks_file, world=path.resolve(), corpus=corpus.resolve() if corpus.is_dir() else None,
+                    meta={"world": info.model_dump()})]
+
+
+@register_loader("tasks", detect=_is_task_file)
+def load_tasks(path: Path, root: Path | None = None) -> list[Dataset]:
+    base = (root or path.parent).resolve()
+    corpus = base / "corpus"
+    return [Dataset(name=path.stem, root=base, tasks=load_task_file(path, base), source=path,
+                    corpus=corpus if (corpus / "docs.jsonl").is_file() else None)]

@@ -1,0 +1,65 @@
+"""The task record: one question an agent must answer inside a world."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+TaskKind = Literal["open", "mcq", "boxed", "element_ids", "caption", "image"]
+
+
+def level_for_hops(hops: int | None) -> str | None:
+    """VistaHop difficulty: L1 for H in [1, 5), L2 for [5, 10), L3 for H >= 10."""
+    if hops is None or hops < 1:
+        return None
+    if hops < 5:
+        return "L1"
+    if hops < 10:
+        return "L2"
+    return "L3"
+
+
+class Task(BaseModel):
+    """A question, its images (paths relative to the dataset root) and accepted answers.
+
+    `metadata` carries suite-specific extras: stored reverse-image results
+    (`image_search`: list of {title, thumbnail}), gold evidence chains, gold tool
+    paths, trajectory frames.
+    """
+
+    id: str
+    suite: str = "vistahop"
+    question: str
+    images: list[str] = Field(default_factory=list)
+    answers: list[str] = Field(default_factory=list)
+    kind: TaskKind = "open"
+    options: list[str] = Field(default_factory=list)
+    level: str | None = None
+    hops: int | None = None
+    category: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    judge: str | None = None
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.level is None:
+            self.level = level_for_hops(self.hops)
+
+
+class TaskRef(BaseModel):
+    """What an episode keeps of its task, so the run store is self-contained for judging and metrics."""
+
+    id: str
+    suite: str
+    question: str
+    answers: list[str]
+    kind: TaskKind = "open"
+    options: list[str] = Field(default_factory=list)
+    level: str | None = None
+    hops: int | None = None
+    category: str | None = None
+    judge: str | None = None
+
+    @classmethod
+    def of(cls, task: Task) -> "TaskRef":
+        return cls(**task.model_dump(include=set(cls.model_fields)))

@@ -1,0 +1,123 @@
+"""The tool interface: typed arguments, a JSON schema for the model, errors as observations."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .blobs import BlobStore
+from .context_image import ContextImage
+from .task import Task
+
+if TYPE_CHECKING:
+    from .dataset import Dataset
+
+
+class ToolError(Exception):
+    """A failure the model should see as the observation (no results, page not found, ...)."""
+
+
+class ToolArgumentError(ToolError):
+    """The call itself is wrong (schema violation, empty or inverted box): counted as an invalid call."""
+
+
+@dataclass
+class ToolResult:
+    """Text for the model, images to add to the context, structured data for the log."""
+
+    text: str
+    images: list[Image.Image] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ToolContext:
+    """What a tool may touch during one episode."""
+
+    task: Task
+    dataset: "Dataset"
+    images: list[ContextImage]
+    blobs: BlobStore
+
+
+class ToolOptions(BaseModel):
+    """Run-wide tool settings. Tools read the fields they know; unknown fields are kept for new tools."""
+
+    model_config = ConfigDict(extra="allow")
+
+    top_k: int = 3
+    bbox_coords: str = "relative"
+    image_search: str = "auto"
+    tool_timeout: float = 60.0
+
+
+class Tool(ABC):
+    """A function the agent can call. Subclasses set `name`, `description`, `Args` and `run`.
+
+    Built once per run (`Tool(options, datasets)`), called concurrently by many
+    episodes; per-episode state lives in the ToolContext.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Args: ClassVar[type[BaseModel]]
+
+    def __init__(self, options: ToolOptions | None = None):
+        self.options = options or ToolOptions()
+
+    def schema(self) -> dict[str, Any]:
+        """OpenAI function-tool schema (also used inside the Hermes `<tools>` block)."""
+        params = _clean_schema(self.Args.model_json_schema())
+        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": params}}
+
+    def parse_args(self, arguments: Any) -> BaseModel:
+        if not isinstance(arguments, dict):
+            raise ToolArgumentError(f"arguments of {self.name} must be a JSON object, got {type(arguments).__name__}")
+        try:
+            return self.Args.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors()
+            )
+            raise ToolArgumentError(f"invalid arguments for {self.name}: {problems}") from None
+
+    async def __call__(self, arguments: Any, ctx: ToolContext) -> ToolResult:
+        return await self.run(self.parse_args(arguments), ctx)
+
+    @abstractmethod
+    async def run(self, args: Any, ctx: ToolContext) -> ToolResult: ...
+
+    async def aclose(self) -> None:
+        """Release run-wide resources (browsers, indexes)."""
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's `title` noise so the prompt shows a compact, standard schema."""
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if isinstance(value, dict):
+            value = _clean_schema(value) if key != "properties" else {k: _clean_schema(v) for k, v in value.items()}
+        out[key] = value
+    return out
+
+
+TOOLS: dict[str, type[Tool]] = {}
+
+
+def register_tool(cls: type[Tool]) -> type[Tool]:
+    """Class decorator: make a tool available by its `name`."""
+    if cls.name in TOOLS and TOOLS[cls.name] is not cls:
+        raise ValueError(f"tool {cls.name!r} registered twice")
+    TOOLS[cls.name] = cls
+    return cls
+
+
+def tools_prompt_block(tools: list[Tool]) -> str:
+    return "\n".join(json.dumps(t.schema(), ensure_ascii=False) for t in tools)

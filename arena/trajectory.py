@@ -1,0 +1,114 @@
+"""Trajectory records: the steps of an episode and the episode itself (JSON lines on disk)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .budget import Budget
+from .task import TaskRef
+
+ActionKind = Literal["tool_call", "answer", "invalid"]
+FinishReason = Literal["answered", "budget", "invalid", "error"]
+
+MAX_LOGGED_CHARS = 65_536
+
+
+def clip(text: str | None, limit: int = MAX_LOGGED_CHARS) -> str | None:
+    """Cap text kept in logs and history; the cut is marked with the number of characters dropped."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit} more characters cut by the arena]"
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
+class InputSummary(BaseModel):
+    """What the model was shown for this turn, in size only."""
+
+    messages: int = 0
+    images: int = 0
+    token_estimate: int = 0
+
+
+class Observation(BaseModel):
+    """What a tool (or the arena, for an error) returned; images by blob id, never inline."""
+
+    text: str = ""
+    images: list[str] = Field(default_factory=list)
+    image_indices: list[int] = Field(default_factory=list)
+    error: bool = False
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class Step(BaseModel):
+    """One round: the model's output, the parsed action, and what came back."""
+
+    round: int
+    final_turn: bool = False
+    input: InputSummary = Field(default_factory=InputSummary)
+    output: str = ""
+    reasoning: str | None = None
+    action: ActionKind
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    call_id: str | None = None
+    raw_call: str | None = None
+    answer: str | None = None
+    observation: Observation | None = None
+    error: str | None = None
+    ignored_calls: int = 0
+    model_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    usage: Usage = Field(default_factory=Usage)
+
+
+class Totals(BaseModel):
+    rounds: int = 0
+    tool_calls: int = 0
+    calls_per_tool: dict[str, int] = Field(default_factory=dict)
+    invalid_calls: int = 0
+    ignored_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    seconds: float = 0.0
+
+
+def episode_key(task_id: str, setting: str, max_rounds: int, repeat: int, agent: str) -> str:
+    """The identity of an episode in a run grid; resume skips keys already finished."""
+    return f"{task_id}|{setting}|{max_rounds}|{repeat}|{agent}"
+
+
+class Episode(BaseModel):
+    """A finished (or failed) attempt of one agent at one task under one setting and budget."""
+
+    id: str
+    run_id: str
+    key: str
+    task: TaskRef
+    agent: str
+    setting: str
+    tools: list[str] = Field(default_factory=list)
+    budget: Budget
+    seed: int = 0
+    repeat: int = 0
+    images: list[str] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=list)
+    answer: str | None = None
+    finish_reason: FinishReason
+    error: str | None = None
+    totals: Totals = Field(default_factory=Totals)
+    started_at: str = ""
+    meta: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,22 @@
+"""The judge's verdict on one episode."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class Verdict(BaseModel):
+    """Score of one episode by one judge. `episode_id` ties it to the exact episode record."""
+
+    episode_id: str
+    key: str
+    judge: str
+    judge_version: str = "1"
+    judge_model: str | None = None
+    prompt_hash: str | None = None
+    score: float
+    correct: bool
+    extracted: str | None = None
+    rationale: str = ""
+    raw: str | None = None
+    error: str | None = None

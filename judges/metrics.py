@@ -1,0 +1,126 @@
+"""Metrics of a run, computed only from its episodes and verdicts (so anyone can recompute them).
+
+Groups are (agent, setting, max_rounds). Per group: Pass@1 as the mean score
+(an episode that errored or has no verdict scores 0 and is counted), its standard
+deviation over repeats, per level and category, average tool calls (and per
+tool), average rounds, tool utilisation = average tool calls / maximum allowed
+calls, finish reasons, invalid and ignored calls, tokens and seconds. Suites add
+their own figures (Path F1, per-source accuracy, ...) through `register_suite_metrics`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from typing import Any, Callable, Iterable
+
+from arena.trajectory import Episode
+from arena.verdict import Verdict
+
+Row = tuple[Episode, "Verdict | None"]
+SuiteMetrics = Callable[[list[Row]], dict[str, Any]]
+SUITE_METRICS: dict[str, SuiteMetrics] = {}
+
+
+def register_suite_metrics(suite: str):
+    """Decorator for `fn(rows: list[(Episode, Verdict | None)]) -> dict` added to every group of that suite."""
+
+    def wrap(fn: SuiteMetrics) -> SuiteMetrics:
+        SUITE_METRICS[suite] = fn
+        return fn
+
+    return wrap
+
+
+def score_of(verdict: Verdict | None) -> float:
+    return verdict.score if verdict is not None and verdict.error is None else 0.0
+
+
+AUTO = "auto"
+
+
+def judge_for(episode: Episode, judge: str) -> str:
+    """The judge whose verdict counts for an episode: `judge`, or with "auto" the task's own (default normalized)."""
+    return (episode.task.judge or "normalized") if judge == AUTO else judge
+
+
+def latest_verdicts(episodes: Iterable[Episode], verdicts: Iterable[Verdict], judge: str) -> dict[str, Verdict]:
+    """The last verdict per episode id by the judge that counts for it."""
+    wanted = {e.id: judge_for(e, judge) for e in episodes}
+    out: dict[str, Verdict] = {}
+    for verdict in verdicts:
+        if wanted.get(verdict.episode_id) == verdict.judge:
+            out[verdict.episode_id] = verdict
+    return out
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _pct(value: float | None) -> float | None:
+    return None if value is None else round(100.0 * value, 4)
+
+
+def group_metrics(rows: list[Row]) -> dict[str, Any]:
+    episodes = [e for e, _ in rows]
+    scores = [score_of(v) for _, v in rows]
+    by_repeat: dict[int, list[float]] = defaultdict(list)
+    by_level: dict[str, list[float]] = defaultdict(list)
+    by_category: dict[str, list[float]] = defaultdict(list)
+    for (episode, _), score in zip(rows, scores):
+        by_repeat[episode.repeat].append(score)
+        if episode.task.level:
+            by_level[episode.task.level].append(score)
+        if episode.task.category:
+            by_category[episode.task.category].append(score)
+    repeat_means = [sum(v) / len(v) for _, v in sorted(by_repeat.items())]
+    calls = [e.totals.tool_calls for e in episodes]
+    tools = sorted({t for e in episodes for t in e.totals.calls_per_tool} | {t for e in episodes for t in e.tools})
+    max_calls = [e.budget.max_rounds * e.budget.max_calls_per_round for e in episodes if e.tools]
+    avg_calls = _mean([float(c) for c in calls]) or 0.0
+    utilisation = (avg_calls / _mean([float(m) for m in max_calls])) if max_calls else None
+    return {
+        "episodes": len(rows),
+        "tasks": len({e.task.id for e in episodes}),
+        "repeats": len(by_repeat),
+        "pass1": _pct(_mean(scores)),
+        "pass1_std": _pct(statistics.stdev(repeat_means)) if len(repeat_means) > 1 else 0.0,
+        "pass1_per_repeat": [_pct(m) for m in repeat_means],
+        "correct": sum(1 for _, v in rows if v is not None and v.error is None and v.correct),
+        "levels": {k: _pct(_mean(v)) for k, v in sorted(by_level.items())},
+        "level_counts": {k: len(v) for k, v in sorted(by_level.items())},
+        "categories": {k: _pct(_mean(v)) for k, v in sorted(by_category.items())},
+        "avg_tool_calls": round(avg_calls, 4),
+        "avg_calls_per_tool": {t: round(sum(e.totals.calls_per_tool.get(t, 0) for e in episodes) / len(episodes), 4)
+                               for t in tools} if episodes else {},
+        "avg_rounds": round(_mean([float(e.totals.rounds) for e in episodes]) or 0.0, 4),
+        "tool_utilisation": _pct(utilisation),
+        "finish_reasons": dict(sorted(Counter(e.finish_reason for e in episodes).items())),
+        "invalid_calls": sum(e.totals.invalid_calls for e in episodes),
+        "ignored_calls": sum(e.totals.ignored_calls for e in episodes),
+        "errors": sum(1 for e in episodes if e.finish_reason == "error"),
+        "unjudged": sum(1 for _, v in rows if v is None),
+        "judge_errors": sum(1 for _, v in rows if v is not None and v.error is not None),
+        "avg_prompt_tokens": round(_mean([float(e.totals.prompt_tokens) for e in episodes]) or 0.0, 2),
+        "avg_completion_tokens": round(_mean([float(e.totals.completion_tokens) for e in episodes]) or 0.0, 2),
+        "avg_seconds": round(_mean([e.totals.seconds for e in episodes]) or 0.0, 4),
+    }
+
+
+def summarize(episodes: list[Episode], verdicts: list[Verdict], judge: str = AUTO) -> dict[str, Any]:
+    """Summary of a run for one judge ("auto": each task's own): one entry per (agent, setting, max_rounds)."""
+    chosen = latest_verdicts(episodes, verdicts, judge)
+    groups: dict[tuple[str, str, int], list[Row]] = defaultdict(list)
+    for episode in episodes:
+        groups[(episode.agent, episode.setting, episode.budget.max_rounds)].append((episode, chosen.get(episode.id)))
+    out = []
+    for (agent, setting, max_rounds), rows in sorted(groups.items()):
+        entry: dict[str, Any] = {"agent": agent, "setting": setting, "max_rounds": max_rounds}
+        entry.update(group_metrics(rows))
+        suites = sorted({e.task.suite for e, _ in rows})
+        extras = {s: SUITE_METRICS[s]([r for r in rows if r[0].task.suite == s]) for s in suites if s in SUITE_METRICS}
+        if extras:
+            entry["suites"] = extras
+        out.append(entry)
+    return {"judge": judge, "groups": out}

@@ -1,0 +1,1 @@
+"""Run execution: the run store, the scheduler, metrics tables; the only layer that knows every other."""

@@ -1,0 +1,36 @@
+"""Rich tables of a run summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
+    """Pass@1 (± std over repeats), per level, tool use and finish reasons per (agent, setting, max rounds)."""
+    table = Table(title=title or f"judge: {summary.get('judge')}", show_lines=False)
+    for name, justify in [("agent", "left"), ("setting", "left"), ("N", "right"), ("episodes", "right"),
+                          ("Pass@1 %", "right"), ("L1", "right"), ("L2", "right"), ("L3", "right"),
+                          ("calls", "right"), ("rounds", "right"), ("util %", "right"), ("invalid", "right"),
+                          ("finish", "left")]:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for g in summary.get("groups", []):
+        pass1 = _fmt(g["pass1"])
+        if g.get("repeats", 1) > 1:
+            pass1 += f" ± {_fmt(g['pass1_std'])}"
+        levels = g.get("levels", {})
+        finish = " ".join(f"{k}:{v}" for k, v in g.get("finish_reasons", {}).items())
+        table.add_row(g["agent"], g["setting"], str(g["max_rounds"]), str(g["episodes"]), pass1,
+                      _fmt(levels.get("L1")), _fmt(levels.get("L2")), _fmt(levels.get("L3")),
+                      _fmt(g["avg_tool_calls"]), _fmt(g["avg_rounds"]), _fmt(g["tool_utilisation"]),
+                      str(g["invalid_calls"]), finish)
+    return table

@@ -1,0 +1,141 @@
+"""A small OpenAI-compatible chat-completions server on 127.0.0.1 that tests script.
+
+    def respond(request: dict) -> Reply | str: ...
+    with OpenAIStub(respond) as server:
+        client = AsyncOpenAI(base_url=server.base_url, api_key="x")
+
+`request` is the JSON body the client sent (messages, tools, model, ...). The
+responder may return a string (the assistant content) or a Reply (status codes,
+delays, native tool calls, reasoning, usage, or a raw body). Every request is kept
+in `server.requests`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+
+@dataclass
+class Reply:
+    content: str | None = ""
+    tool_calls: list[dict[str, Any]] | None = None
+    reasoning: str | None = None
+    status: int = 200
+    delay: float = 0.0
+    body: dict[str, Any] | None = None
+    prompt_tokens: int = 10
+    completion_tokens: int = 5
+    finish_reason: str = "stop"
+    error: str = "scripted failure"
+
+
+Responder = Callable[[dict[str, Any]], "Reply | str"]
+
+
+def completion_body(reply: Reply, model: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.reasoning is not None:
+        message["reasoning_content"] = reply.reasoning
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": call.get("id", f"call_{i}"), "type": "function",
+             "function": {"name": call["name"], "arguments": call["arguments"] if isinstance(call["arguments"], str)
+                          else json.dumps(call["arguments"])}}
+            for i, call in enumerate(reply.tool_calls)
+        ]
+    return {
+        "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if reply.tool_calls else reply.finish_reason}],
+        "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                  "total_tokens": reply.prompt_tokens + reply.completion_tokens},
+    }
+
+
+class OpenAIStub:
+    def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0):
+        self.responder = responder
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                try:
+                    request = json.loads(self.rfile.read(length) or b"{}")
+                except json.JSONDecodeError:
+                    self._send(400, {"error": {"message": "bad json"}})
+                    return
+                with stub._lock:
+                    stub.requests.append(request)
+                reply = stub.responder(request)
+                if isinstance(reply, str):
+                    reply = Reply(content=reply)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if reply.status != 200:
+                    self._send(reply.status, {"error": {"message": reply.error, "type": "server_error"}})
+                    return
+                self._send(200, reply.body or completion_body(reply, request.get("model", "stub")))
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> "OpenAIStub":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "OpenAIStub":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def last_user_text(request: dict[str, Any]) -> str:
+    """The text parts of the last user (or tool) message of a request."""
+    for message in reversed(request.get("messages", [])):
+        if message.get("role") in ("user", "tool"):
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            return "\n".join(p.get("text", "") for p in content or [] if p.get("type") == "text")
+    return ""

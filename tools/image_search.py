@@ -1,0 +1,98 @@
+"""`image_search_tool`: reverse image search.
+
+Modes (tool option `image_search`):
+- `stored`: VistaArena's behaviour, replaying the item's stored results
+  (`metadata.image_search`: up to 5 {title, thumbnail}) for the task image;
+- `index`: a true reverse search of any image in context (the task image or a
+  crop) over the world's image index;
+- `auto` (default): `index` when the dataset's world has an image index, else `stored`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from PIL import Image
+from pydantic import BaseModel, Field
+
+from arena.images import ImageError, open_image
+from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolResult, register_tool
+
+MAX_RESULTS = 5
+THUMBNAIL_SIDE = 256
+
+
+class ImageSearchArgs(BaseModel):
+    img_idx: int = Field(0, description="Which image in context to search for: 0 is the task image, then each "
+                         "image returned by a tool (e.g. a zoomed-in crop), in order.")
+
+
+def _thumbnail(path: Path) -> Image.Image:
+    image = open_image(path)
+    image.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE))
+    return image
+
+
+def _index_for(world: Path | None):
+    if world is None:
+        return None
+    try:
+        from tools.image_index import ReverseImageIndex
+    except ImportError:
+        return None
+    return ReverseImageIndex.for_world(world)
+
+
+@register_tool
+class ImageSearchTool(Tool):
+    name = "image_search_tool"
+    description = ("Reverse image search: find web pages whose images match an image in context. Returns up to "
+                   "five results, each with a title and a thumbnail.")
+    Args = ImageSearchArgs
+
+    async def run(self, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
+        if not 0 <= args.img_idx < len(ctx.images):
+            raise ToolArgumentError(f"img_idx {args.img_idx} is out of range: {len(ctx.images)} image(s) in context")
+        mode = self.options.image_search
+        index = _index_for(ctx.dataset.world) if mode in ("auto", "index") else None
+        if mode == "index" and index is None:
+            raise ToolError("no reverse-image index is available for this dataset")
+        if index is not None:
+            return await self._search_index(index, args, ctx)
+        return await self._stored(args, ctx)
+
+    async def _search_index(self, index, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
+        query = await ctx.images[args.img_idx].pil()
+        hits = await asyncio.to_thread(index.search, query, MAX_RESULTS)
+        if not hits:
+            raise ToolError("no matching images found")
+        thumbs = await asyncio.to_thread(lambda: [_thumbnail(Path(h.thumbnail)) for h in hits])
+        lines = [f"[{i}] {h.title}\nURL: {h.url}" for i, h in enumerate(hits, 1)]
+        return ToolResult(text="\n".join(lines), images=thumbs,
+                          data={"mode": "index", "hits": [{"title": h.title, "url": h.url, "score": float(h.score)}
+                                                          for h in hits]})
+
+    async def _stored(self, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
+        if args.img_idx != 0:
+            raise ToolArgumentError("only the task image (img_idx 0) has stored reverse-search results here")
+        stored = ctx.task.metadata.get("image_search") or []
+        if not stored:
+            raise ToolError("no reverse-image results are stored for this image")
+        lines, paths = [], []
+        for i, item in enumerate(stored[:MAX_RESULTS], 1):
+            lines.append(f"Title {i}: {item.get('title', '')}")
+            if item.get("thumbnail"):
+                paths.append(ctx.dataset.resolve(item["thumbnail"], where=f"task {ctx.task.id} image_search"))
+
+        def load() -> list[Image.Image]:
+            out = []
+            for path in paths:
+                try:
+                    out.append(_thumbnail(path))
+                except ImageError:
+                    continue
+            return out
+
+        thumbs = await asyncio.to_thread(load)
+        return ToolResult(text="\n".join(lines), images=thumbs, data={"mode": "stored", "results": len(lines)})

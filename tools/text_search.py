@@ -1,0 +1,90 @@
+"""`text_search_tool`: web-style text search.
+
+Backends (tool option `text_search_backend`) are registered in `BACKENDS`; the
+default `corpus` searches the dataset's offline corpus (its world's `corpus/`,
+or `--corpus DIR`) with BM25. Each of the top-k results (option `top_k`,
+default 3 as in the paper) comes back as title, URL and an extractive summary
+of at most five sentences of the page: the offline counterpart of VistaArena's
+fetch-and-summarise step, so one call gives the same kind of evidence and no
+extra page-opening tool is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from arena.dataset import Dataset, DatasetError
+from arena.tool import Tool, ToolContext, ToolError, ToolResult, register_tool
+
+from .corpus_index import CorpusIndex
+
+
+class SearchResult(BaseModel):
+    title: str
+    url: str
+    text: str
+    score: float | None = None
+
+
+class TextSearchBackend(Protocol):
+    name: str
+
+    async def search(self, query: str, k: int, dataset: Dataset) -> list[SearchResult]: ...
+
+
+class CorpusBackend:
+    """BM25 over the dataset's local corpus."""
+
+    name = "corpus"
+
+    async def search(self, query: str, k: int, dataset: Dataset) -> list[SearchResult]:
+        corpus = corpus_dir(dataset)
+        try:
+            index = await asyncio.to_thread(CorpusIndex.for_dir, corpus)
+        except DatasetError as exc:
+            raise ToolError(f"the search corpus cannot be read: {exc}") from None
+        hits = await asyncio.to_thread(index.search, query, k)
+        return [SearchResult(title=h.document.title, url=h.document.url, text=h.extract, score=h.score) for h in hits]
+
+
+BACKENDS: dict[str, TextSearchBackend] = {"corpus": CorpusBackend()}
+
+
+def corpus_dir(dataset: Dataset) -> Path:
+    if dataset.corpus is not None:
+        return dataset.corpus
+    if dataset.world is not None and (dataset.world / "corpus").is_dir():
+        return dataset.world / "corpus"
+    raise ToolError("no search corpus is configured for this dataset (use a world, or pass --corpus DIR)")
+
+
+def format_results(results: list[SearchResult]) -> str:
+    return "\n\n".join(f"[{i}] {r.title}\nURL: {r.url}\n{r.text}" for i, r in enumerate(results, 1))
+
+
+class TextSearchArgs(BaseModel):
+    query: str = Field(min_length=1, max_length=1000, description="The search query.")
+
+
+@register_tool
+class TextSearchTool(Tool):
+    name = "text_search_tool"
+    description = ("Search the web for text. Returns the top results, each with its title, URL and a short "
+                   "summary of the page's content relevant to the query.")
+    Args = TextSearchArgs
+
+    async def run(self, args: TextSearchArgs, ctx: ToolContext) -> ToolResult:
+        backend_name = getattr(self.options, "text_search_backend", "corpus")
+        backend = BACKENDS.get(backend_name)
+        if backend is None:
+            raise ToolError(f"unknown text search backend {backend_name!r}; known: {', '.join(BACKENDS)}")
+        results = await backend.search(args.query.strip(), max(1, self.options.top_k), ctx.dataset)
+        if not results:
+            return ToolResult(text=f"No results for {args.query!r}.", data={"query": args.query, "hits": []})
+        return ToolResult(text=format_results(results),
+                          data={"query": args.query, "backend": backend_name,
+                                "hits": [{"title": r.title, "url": r.url, "score": r.score} for r in results]})

@@ -79,7 +79,7 @@ class Endpoint:
         try:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(cfg.max_retries + 1),
-                wait=wait_exponential_jitter(initial=cfg.retry_initial, max=cfg.retry_max),
+                wait=wait_exponential_jitter(multiplier=cfg.retry_initial, max=cfg.retry_max, jitter=cfg.retry_initial),
                 retry=retry_if_exception(is_transient),
                 reraise=True,
             ):

@@ -11,10 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-_THINK = re.compile(r"<(think|thinking)>(.*?)</\1>", re.S | re.I)
+_THINK_OPEN = re.compile(r"<(think|thinking)>")
 _TOOL_OPEN = "<tool_call>"
 _TOOL_CLOSE = "</tool_call>"
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S | re.I)
 MAX_PARSED_CHARS = 2_000_000
 
 
@@ -33,17 +32,47 @@ class ParsedAction:
 
 def split_thinking(text: str) -> tuple[str, str | None]:
     """Return (text without thinking, thinking). Handles `<think>`/`<thinking>` blocks and a
-    leading block whose opening tag the chat template already emitted (`...</think>`)."""
-    thoughts = [m.group(2).strip() for m in _THINK.finditer(text)]
-    visible = _THINK.sub("", text)
-    lowered = visible.lower()
+    leading block whose opening tag the chat template already emitted (`...</think>`).
+    Linear in the length of the text, whatever it contains."""
+    lowered = text.lower()
+    thoughts: list[str] = []
+    visible: list[str] = []
+    pos = 0
+    first_open = _THINK_OPEN.search(lowered)
     for closer in ("</think>", "</thinking>"):
         at = lowered.find(closer)
-        if at != -1 and "<think" not in lowered[:at]:
-            thoughts.insert(0, visible[:at].strip())
-            visible = visible[at + len(closer):]
+        if at != -1 and (first_open is None or at < first_open.start()):
+            thoughts.append(text[:at].strip())
+            pos = at + len(closer)
             break
-    return visible, ("\n\n".join(t for t in thoughts if t) or None)
+    while True:
+        opening = _THINK_OPEN.search(lowered, pos)
+        if opening is None:
+            visible.append(text[pos:])
+            break
+        closer = f"</{opening.group(1)}>"
+        end = lowered.find(closer, opening.end())
+        if end == -1:
+            visible.append(text[pos:])
+            break
+        visible.append(text[pos:opening.start()])
+        thoughts.append(text[opening.end():end].strip())
+        pos = end + len(closer)
+    return "".join(visible), ("\n\n".join(t for t in thoughts if t) or None)
+
+
+def _answers(text: str) -> list[tuple[int, str]]:
+    """(position, content) of every complete `<answer>...</answer>` block, in order (linear scan)."""
+    lowered, found, pos = text.lower(), [], 0
+    while True:
+        start = lowered.find("<answer>", pos)
+        if start == -1:
+            return found
+        end = lowered.find("</answer>", start + 8)
+        if end == -1:
+            return found
+        found.append((start, text[start + 8:end]))
+        pos = end + 9
 
 
 def _tool_call_bodies(text: str) -> list[str]:
@@ -92,9 +121,9 @@ def extract_answer(text: str) -> tuple[str | None, bool]:
     """The content of the last `<answer>` block (thinking removed), else the visible text.
     Returns (answer or None when empty, whether it was tagged)."""
     visible, _ = split_thinking(text[:MAX_PARSED_CHARS])
-    found = _ANSWER.findall(visible)
+    found = _answers(visible)
     if found:
-        return found[-1].strip(), True
+        return found[-1][1].strip(), True
     stripped = visible.strip()
     return (stripped or None), False
 
@@ -109,9 +138,9 @@ def parse_response(text: str) -> ParsedAction:
     text = text[:MAX_PARSED_CHARS]
     visible, reasoning = split_thinking(text)
     bodies = _tool_call_bodies(visible)
-    answer_match = _ANSWER.search(visible)
+    answers = _answers(visible)
     call_at = visible.find(_TOOL_OPEN)
-    if bodies and (answer_match is None or call_at < answer_match.start()):
+    if bodies and (not answers or call_at < answers[0][0]):
         name, arguments, error = parse_tool_call_json(bodies[0])
         raw = bodies[0].strip()
         if error:

@@ -46,7 +46,10 @@ def write_tiny_dataset(root: Path, n_items: int = 2) -> Path:
          "hops": 2},
         {"id": "q2", "prompt": [{"role": "user", "content": "<image>In which year was the lighthouse on the sign built?"}],
          "reward_model": {"ground_truth": "1874"}, "image": ["images/scene.png"], "hops": 6},
-    ][:n_items]
+    ]
+    for i in range(len(items), n_items):
+        items.append({**items[1], "id": f"q{i + 1}"})
+    items = items[:n_items]
     path = root / "annotations.jsonl"
     path.write_text("".join(json.dumps(i) + "\n" for i in items))
     return path

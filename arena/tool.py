@@ -54,6 +54,8 @@ class ToolOptions(BaseModel):
     bbox_coords: str = "relative"
     image_search: str = "auto"
     tool_timeout: float = 60.0
+    web: str = "offline"
+    cassette: str | None = None
 
 
 class Tool(ABC):

@@ -86,7 +86,7 @@ class OpenAIAgent(Agent):
 
     async def act(self, view: EpisodeView) -> AgentTurn:
         messages = await self.messages(view)
-        native_tools = [t.schema() for t in view.tools] if self.tool_mode == "native" and view.tools else None
+        native_tools = [t.cached_schema() for t in view.tools] if self.tool_mode == "native" and view.tools else None
         try:
             response = await self.endpoint.chat(messages, tools=native_tools)
         except EndpointError as exc:

@@ -1,13 +1,80 @@
-"""Images in an episode's context: decoded at most once, encoded for a model at most once per size."""
+"""Images in an episode's context: decoded at most once, encoded for a model at most once per size.
+
+Decoded images and model encodings are also cached process-wide by content hash
+(blob id), so repeats, settings and budgets of the same task share the work.
+Cached images are shared: never modify one in place.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections import OrderedDict
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from PIL import Image
 
 from .images import encode_png, fit_for_model, open_image, png_data_url
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LRU(Generic[K, V]):
+    """A small thread-safe least-recently-used cache."""
+
+    def __init__(self, maxsize: int):
+        self.maxsize = maxsize
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            return None
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.maxsize:
+                self._items.popitem(last=False)
+
+
+DECODED: LRU[str, Image.Image] = LRU(8)
+DATA_URLS: LRU[tuple[str, int, int, int], str] = LRU(64)
+_INFLIGHT: dict[tuple, asyncio.Future] = {}
+
+
+async def _single_flight(key: tuple, cache: LRU, compute):
+    """Compute a cache entry once even when many episodes ask for it at the same moment."""
+    value = cache.get(key[1:])
+    if value is not None:
+        return value
+    pending = _INFLIGHT.get(key)
+    if pending is not None:
+        return await asyncio.shield(pending)
+    future = asyncio.get_running_loop().create_future()
+    _INFLIGHT[key] = future
+    try:
+        value = await asyncio.to_thread(compute)
+        cache.put(key[1:], value)
+        future.set_result(value)
+        return value
+    except BaseException as exc:
+        future.set_exception(exc)
+        future.exception()
+        raise
+    finally:
+        del _INFLIGHT[key]
+
+
+def model_data_url(image: Image.Image, factor: int, min_pixels: int, max_pixels: int) -> str:
+    """PNG data URL of `image` smart-resized the way a Qwen-VL processor would."""
+    return png_data_url(encode_png(fit_for_model(image, factor, min_pixels, max_pixels), level=3))
 
 
 class ContextImage:
@@ -15,8 +82,8 @@ class ContextImage:
 
     `blob_id` is its content address in the run's blob store; `source` says where it
     came from (`task`, or the tool name). Decoding and model encoding run in a worker
-    thread and are cached, so a 4K task image is decoded once per episode however
-    often it is cropped.
+    thread and are cached, so a 4K task image is decoded once however often it is
+    cropped, and once for all the episodes that show it while it stays in the cache.
     """
 
     def __init__(
@@ -34,7 +101,6 @@ class ContextImage:
         self.path = path
         self._image = image
         self._lock = asyncio.Lock()
-        self._urls: dict[tuple[int, int, int], str] = {}
 
     @property
     def size(self) -> tuple[int, int] | None:
@@ -45,17 +111,17 @@ class ContextImage:
         if self._image is None:
             async with self._lock:
                 if self._image is None:
-                    self._image = await asyncio.to_thread(open_image, self.path)
+                    path = self.path
+                    self._image = await _single_flight(("decode", self.blob_id), DECODED,
+                                                       lambda: open_image(path))
         return self._image
 
     async def data_url(self, factor: int, min_pixels: int, max_pixels: int) -> str:
-        """PNG data URL of the image smart-resized for the model; cached per size setting."""
-        key = (factor, min_pixels, max_pixels)
-        if key not in self._urls:
+        """PNG data URL of the image smart-resized for the model; cached per content and size setting."""
+        key = (self.blob_id, factor, min_pixels, max_pixels)
+        url = DATA_URLS.get(key)
+        if url is None:
             image = await self.pil()
-
-            def encode() -> str:
-                return png_data_url(encode_png(fit_for_model(image, factor, min_pixels, max_pixels)))
-
-            self._urls[key] = await asyncio.to_thread(encode)
-        return self._urls[key]
+            url = await _single_flight(("url", *key), DATA_URLS,
+                                       lambda: model_data_url(image, factor, min_pixels, max_pixels))
+        return url

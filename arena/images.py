@@ -88,10 +88,10 @@ def decode_image(data: bytes, name: str = "<bytes>") -> Image.Image:
         raise ImageError(f"{name}: cannot decode image ({exc})") from exc
 
 
-def encode_png(image: Image.Image) -> bytes:
-    """Deterministic PNG bytes (no metadata, fixed compression)."""
+def encode_png(image: Image.Image, level: int = 6) -> bytes:
+    """Deterministic PNG bytes (no metadata, fixed compression level)."""
     buf = io.BytesIO()
-    image.save(buf, format="PNG", compress_level=6)
+    image.save(buf, format="PNG", compress_level=level)
     return buf.getvalue()
 
 
@@ -109,4 +109,4 @@ def fit_for_model(
     h, w = smart_resize(image.height, image.width, factor, min_pixels, max_pixels)
     if (h, w) == (image.height, image.width):
         return image
-    return image.resize((w, h), Image.Resampling.BICUBIC)
+    return image.resize((w, h), Image.Resampling.BICUBIC, reducing_gap=3.0)

@@ -77,6 +77,12 @@ class Tool(ABC):
         params = _clean_schema(self.Args.model_json_schema())
         return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": params}}
 
+    def cached_schema(self) -> dict[str, Any]:
+        """`schema()`, computed once per tool instance (options do not change during a run)."""
+        if not hasattr(self, "_schema"):
+            self._schema = self.schema()
+        return self._schema
+
     def parse_args(self, arguments: Any) -> BaseModel:
         if not isinstance(arguments, dict):
             raise ToolArgumentError(f"arguments of {self.name} must be a JSON object, got {type(arguments).__name__}")
@@ -122,4 +128,4 @@ def register_tool(cls: type[Tool]) -> type[Tool]:
 
 
 def tools_prompt_block(tools: list[Tool]) -> str:
-    return "\n".join(json.dumps(t.schema(), ensure_ascii=False) for t in tools)
+    return "\n".join(json.dumps(t.cached_schema(), ensure_ascii=False) for t in tools)

@@ -66,6 +66,7 @@ class OpenAIStub:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -139,3 +140,30 @@ def last_user_text(request: dict[str, Any]) -> str:
                 return content
             return "\n".join(p.get("text", "") for p in content or [] if p.get("type") == "text")
     return ""
+
+
+def bench_responder(delay: float) -> Responder:
+    """Crop, then search, then answer: the shape of a short VistaArena episode."""
+    crop = '<think>zoom</think><tool_call>{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [700, 80, 960, 220]}}</tool_call>'
+    search = '<think>search</think><tool_call>{"name": "text_search_tool", "arguments": {"query": "Orvanta Lighthouse"}}</tool_call>'
+    answer = "<think>done</think><answer>1874</answer>"
+
+    def respond(request: dict[str, Any]) -> Reply:
+        n = sum(1 for m in request.get("messages", []) if m.get("role") == "assistant")
+        return Reply(content=(crop, search, answer)[min(n, 2)], delay=delay)
+
+    return respond
+
+
+if __name__ == "__main__":
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description="Serve the benchmark's scripted model on 127.0.0.1.")
+    parser.add_argument("--delay", type=float, default=0.0)
+    args = parser.parse_args()
+    server = OpenAIStub(bench_responder(args.delay))
+    server._server.request_queue_size = 256
+    print(server.base_url, flush=True)
+    sys.stdout.flush()
+    server._server.serve_forever()

@@ -16,7 +16,7 @@ from arena.verdict import Verdict
 LETTERS = "ABCD"
 _BOXED = re.compile(r"\\boxed\{\s*\(?([A-Da-d])\)?\s*\}")
 _PHRASE = re.compile(r"(?:final\s+)?answer\s*(?:is|:)?\s*[:\-]?\s*\(?\**\s*([A-D])\b", re.I)
-_LONE = re.compile(r"^\s*\(?([A-D])\)?(?:[.:)]|\s|$)")
+_LONE = re.compile(r"^\s*\(?([A-D])\)?(?:[.:)]\s.*|[.:)]?\s*)$", re.S)
 _ANY = re.compile(r"\b([A-D])\b")
 
 

@@ -17,7 +17,7 @@ _SPACES = re.compile(r"\s+")
 def normalize_answer(text: str) -> str:
     """Lowercase, drop punctuation and the articles a/an/the, collapse white space."""
     text = unicodedata.normalize("NFKC", text).lower()
-    text = "".join(" " if unicodedata.category(ch).startswith("P") else ch for ch in text)
+    text = "".join(ch for ch in text if not unicodedata.category(ch).startswith("P"))
     text = _ARTICLES.sub(" ", text)
     return _SPACES.sub(" ", text).strip()
 

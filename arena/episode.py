@@ -9,11 +9,13 @@ whose images cannot be read ends an episode with finish_reason "error".
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import traceback
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Literal
 
 from .agent import Agent, AgentError, AgentTurn, EpisodeView, Prompting
 from .blobs import BlobStore
@@ -28,11 +30,19 @@ from .tool import Tool, ToolArgumentError, ToolContext, ToolError
 from .trajectory import Episode, Observation, Step, Totals, Usage, clip, episode_key
 
 MAX_OBSERVATION_CHARS = 32_000
+logger = logging.getLogger(__name__)
 
 
 @dataclass
 class EpisodeSpec:
-    """One cell of a run grid."""
+    """One cell of a run grid.
+
+    `prefix` holds recorded steps (rounds 1..K: tool calls and invalid turns, no
+    answer) played before the agent takes over at round K+1, for forks and for
+    budget sweeps that share a trajectory prefix. `prefix_mode="reuse"` keeps their
+    observations (their images must be in the episode's blob store);
+    `"replay"` runs their tool calls again against the world.
+    """
 
     run_id: str
     task: Task
@@ -44,6 +54,8 @@ class EpisodeSpec:
     repeat: int = 0
     seed: int = 0
     prompting: Prompting = field(default_factory=Prompting)
+    prefix: list[Step] = field(default_factory=list)
+    prefix_mode: Literal["reuse", "replay"] = "reuse"
 
     @property
     def key(self) -> str:
@@ -135,8 +147,61 @@ class _Run:
 
     def invalid(self, step: Step, message: str) -> None:
         step.error = message
-        step.observation = Observation(text=f"Error: {message}", error=True)
+        step.observation = Observation(text=f"Error: {message}", error=True, data={"invalid": True})
         self.totals.invalid_calls += 1
+
+    async def play_prefix(self) -> None:
+        """Append the spec's recorded steps, counting them as if they had just happened."""
+        for recorded in self.spec.prefix:
+            where = f"prefix step {len(self.steps) + 1}"
+            if recorded.final_turn or recorded.action == "answer":
+                raise ValueError(f"{where} is an answer; a prefix holds only tool calls and invalid turns")
+            if recorded.round != len(self.steps) + 1:
+                raise ValueError(f"{where} has round {recorded.round}; prefix rounds must run 1, 2, 3...")
+            if len(self.steps) >= self.spec.budget.max_rounds:
+                raise ValueError(f"the prefix has {len(self.spec.prefix)} steps, more than the budget of "
+                                 f"{self.spec.budget.max_rounds} rounds")
+            step = recorded.model_copy(deep=True)
+            self.usage = self.usage + step.usage
+            self.totals.ignored_calls += step.ignored_calls
+            self.steps.append(step)
+            if self.spec.prefix_mode == "replay":
+                step.observation = None
+                if step.action == "invalid":
+                    self.invalid(step, step.error or "invalid response")
+                else:
+                    step.error = None
+                    await self.call_tool(step)
+            elif step.action == "invalid":
+                self.totals.invalid_calls += 1
+            else:
+                await self.reuse_observation(step, where)
+
+    async def reuse_observation(self, step: Step, where: str) -> None:
+        observation = step.observation
+        if observation is None:
+            raise ValueError(f"{where} ({step.tool}) has no recorded observation to reuse")
+        indices = []
+        for blob_id in observation.images:
+            image = await asyncio.to_thread(self.blobs.get_image, blob_id)
+            self.images.append(ContextImage(blob_id, source=step.tool or "tool", image=image))
+            indices.append(len(self.images) - 1)
+        observation.image_indices = indices
+        if observation.data.get("invalid"):
+            self.totals.invalid_calls += 1
+            return
+        name = step.tool or ""
+        self.totals.tool_calls += 1
+        self.totals.calls_per_tool[name] = self.totals.calls_per_tool.get(name, 0) + 1
+
+    async def end_episode(self) -> None:
+        """Let every tool release its per-episode state; a failure there is logged, never raised."""
+        ctx = ToolContext(task=self.spec.task, dataset=self.spec.dataset, images=self.images, blobs=self.blobs)
+        for tool in self.spec.tools:
+            try:
+                await tool.end_episode(ctx)
+            except Exception as exc:  # cleanup must not lose the episode
+                logger.warning("%s.end_episode failed: %s: %s", tool.name, type(exc).__name__, exc)
 
     def out_of_budget(self, started: float) -> str | None:
         budget = self.spec.budget
@@ -158,7 +223,8 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
     error: str | None = None
     try:
         await run.load_task_images()
-        for round_ in range(1, spec.budget.max_rounds + 1):
+        await run.play_prefix()
+        for round_ in range(len(run.steps) + 1, spec.budget.max_rounds + 1):
             if (error := run.out_of_budget(started)) is not None:
                 finish = "budget"
                 break
@@ -196,6 +262,7 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
         finish, error = "error", str(exc)
     except Exception as exc:  # an arena bug: record it, keep the run going
         finish, error = "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
+    await run.end_episode()
     totals = run.totals
     totals.rounds = sum(1 for s in run.steps if not s.final_turn)
     totals.prompt_tokens = run.usage.prompt_tokens

@@ -100,6 +100,10 @@ class Tool(ABC):
     @abstractmethod
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult: ...
 
+    async def end_episode(self, ctx: ToolContext) -> None:
+        """Release what this tool holds for one episode; called once when the episode ends
+        (with the episode's own `images` list, which identifies the episode)."""
+
     async def aclose(self) -> None:
         """Release run-wide resources (browsers, indexes)."""
 

@@ -16,6 +16,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Evaluate tool-using multimodal agents.")
 world_app = typer.Typer(no_args_is_help=True, help="Build and check generated worlds.")
 app.add_typer(world_app, name="world")
+from arena.cli_cassette import cassette_app  # noqa: E402
+
+app.add_typer(cassette_app, name="cassette")
 console = Console(width=None if sys.stdout.isatty() else 160)
 
 
@@ -99,7 +102,9 @@ def run(
     judge_with_image: bool = typer.Option(False, help="Attach the task image to LLM judge calls."),
     top_k: int = typer.Option(3, help="Text search results per call (paper: 3)."),
     bbox_coords: str = typer.Option("relative", help="Crop box coordinates: relative (0-1000) or pixel."),
-    image_search: str = typer.Option("auto", help="Reverse image search: auto, stored, index."),
+    image_search: str = typer.Option("auto", help="Reverse image search: auto, stored, index; or web (text-to-image lookup on the live web)."),
+    web: str = typer.Option("offline", help="offline (world/corpus), live, record, replay or refresh (cassettes)."),
+    cassette: Optional[Path] = typer.Option(None, help="Cassette file for --web record/replay/refresh."),
     tool_option: list[str] = typer.Option([], help="Extra tool option key=value."),
     final_answer_turn: bool = typer.Option(True, help="Ask for an answer when the budget runs out (original: off)."),
     stop_on_invalid: bool = typer.Option(False, help="End an episode at a malformed call (original behaviour)."),
@@ -135,7 +140,8 @@ def run(
             agent=agent, agent_options=agent_options, settings=_split(setting),
             max_rounds=[int(n) for n in _split(max_rounds)], repeats=repeats, seed=seed, concurrency=concurrency,
             judge=judge, judge_options=judge_options,
-            tool_options=ToolOptions(top_k=top_k, bbox_coords=bbox_coords, image_search=image_search,
+            tool_options=ToolOptions(top_k=top_k, bbox_coords=bbox_coords, image_search=image_search, web=web,
+                                     cassette=str(cassette) if cassette else None,
                                      **_parse_kv(tool_option, "--tool-option")),
             budget=Budget(final_answer_turn=final_answer_turn, on_invalid="stop" if stop_on_invalid else "observe"),
             show_budget=show_budget, limit=limit, task_ids=task or None, run_id=run_id, out=str(out),
@@ -222,6 +228,9 @@ def list_plugins() -> None:
     console.print(f"[bold]tools[/bold]    {', '.join(sorted(TOOLS))}")
     console.print(f"[bold]agents[/bold]   {', '.join(sorted(AGENTS))}")
     console.print(f"[bold]judges[/bold]   {', '.join(sorted(JUDGES))}")
+
+
+from runs import cli_runs  # noqa: E402,F401  registers the run commands
 
 
 def main() -> None:

@@ -5,7 +5,9 @@ Modes (tool option `image_search`):
   (`metadata.image_search`: up to 5 {title, thumbnail}) for the task image;
 - `index`: a true reverse search of any image in context (the task image or a
   crop) over the world's image index;
-- `auto` (default): `index` when the dataset's world has an image index, else `stored`.
+- `auto` (default): `index` when the dataset's world has an image index, else `stored`;
+- `web`: a text-to-image lookup on the live web (`tools.web_search`; the tool then
+  takes `query` instead of `img_idx`, since no web backend here searches by image).
 """
 
 from __future__ import annotations
@@ -51,7 +53,21 @@ class ImageSearchTool(Tool):
                    "five results, each with a title and a thumbnail.")
     Args = ImageSearchArgs
 
+    def __init__(self, options=None):
+        super().__init__(options)
+        if self.options.image_search == "web":
+            from tools.web_search import WEB_IMAGE_DESCRIPTION, WebImageSearchArgs, check_web_options
+
+            if self.options.web == "offline":
+                raise ValueError("image_search=web needs the live web: --web live|record|replay|refresh")
+            check_web_options(self.options)
+            self.Args, self.description = WebImageSearchArgs, WEB_IMAGE_DESCRIPTION
+
     async def run(self, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
+        if self.options.image_search == "web":
+            from tools.web_search import web_for
+
+            return await web_for(self).image_search(args.query)
         if not 0 <= args.img_idx < len(ctx.images):
             raise ToolArgumentError(f"img_idx {args.img_idx} is out of range: {len(ctx.images)} image(s) in context")
         mode = self.options.image_search
@@ -96,3 +112,8 @@ class ImageSearchTool(Tool):
 
         thumbs = await asyncio.to_thread(load)
         return ToolResult(text="\n".join(lines), images=thumbs, data={"mode": "stored", "results": len(lines)})
+
+    async def aclose(self) -> None:
+        from tools.web_search import close_web_for
+
+        await close_web_for(self)

@@ -77,7 +77,18 @@ class TextSearchTool(Tool):
                    "summary of the page's content relevant to the query.")
     Args = TextSearchArgs
 
+    def __init__(self, options=None):
+        super().__init__(options)
+        if self.options.web != "offline":
+            from tools.web_search import check_web_options
+
+            check_web_options(self.options)
+
     async def run(self, args: TextSearchArgs, ctx: ToolContext) -> ToolResult:
+        if self.options.web != "offline":
+            from tools.web_search import web_for
+
+            return await web_for(self).text_search(args.query, max(1, self.options.top_k))
         backend_name = getattr(self.options, "text_search_backend", "corpus")
         backend = BACKENDS.get(backend_name)
         if backend is None:
@@ -88,3 +99,8 @@ class TextSearchTool(Tool):
         return ToolResult(text=format_results(results),
                           data={"query": args.query, "backend": backend_name,
                                 "hits": [{"title": r.title, "url": r.url, "score": r.score} for r in results]})
+
+    async def aclose(self) -> None:
+        from tools.web_search import close_web_for
+
+        await close_web_for(self)

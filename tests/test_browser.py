@@ -140,7 +140,7 @@ def test_browser_frames_are_in_numeric_order(world: Path, tmp_path: Path):
             assert prev.data["frame"] == 2 and prev.images[0].getpixel((0, 0)) == (0, 255, 0)
             with pytest.raises(ToolArgumentError, match="frames 1..3"):
                 await tool({"action": "frame", "index": 4}, ctx)
-            assert tool._browser is None  # frames need no Chromium
+            assert tool._chromium.launches == 0  # frames need no Chromium
         finally:
             await tool.aclose()
 

@@ -56,7 +56,7 @@ from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolResu
 
 from .browser_dom import ELEMENTS_JS, draw_marks, elements_from
 from .browser_site import DEFAULT_MAX_BYTES, ORIGIN, SiteRouter, is_world_url
-from .chromium import launch_chromium
+from .chromium import SharedChromium
 
 Action = Literal["goto", "click", "type", "scroll", "back", "read", "frame", "next", "prev"]
 PAGE_ACTIONS = {"goto", "click", "type", "scroll", "back", "read"}
@@ -149,10 +149,8 @@ class BrowserTool(Tool):
 
     def __init__(self, options=None):
         super().__init__(options)
-        self._playwright: Any = None
-        self._browser: Any = None
+        self._chromium = SharedChromium()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._launch_lock: asyncio.Lock | None = None
         self._episodes: OrderedDict[int, _Episode] = OrderedDict()
 
     def option(self, name: str, default: Any) -> Any:
@@ -173,22 +171,12 @@ class BrowserTool(Tool):
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
             self._loop = loop
-            self._launch_lock = asyncio.Lock()
-            self._playwright = self._browser = None
             self._episodes.clear()
 
     async def browser(self) -> Any:
         """The worker's Chromium, launched on first use."""
         self._check_loop()
-        assert self._launch_lock is not None
-        async with self._launch_lock:
-            if self._browser is None or not self._browser.is_connected():
-                from playwright.async_api import async_playwright
-
-                if self._playwright is None:
-                    self._playwright = await async_playwright().start()
-                self._browser = await launch_chromium(self._playwright)
-        return self._browser
+        return await self._chromium.get()
 
     def _episode(self, ctx: ToolContext) -> _Episode:
         self._check_loop()
@@ -214,18 +202,7 @@ class BrowserTool(Tool):
         episodes, self._episodes = list(self._episodes.values()), OrderedDict()
         for state in episodes:
             await state.close()
-        browser, playwright = self._browser, self._playwright
-        self._browser = self._playwright = None
-        if browser is not None:
-            try:
-                await browser.close()
-            except Exception:
-                pass
-        if playwright is not None:
-            try:
-                await playwright.stop()
-            except Exception:
-                pass
+        await self._chromium.close()
 
     async def _open_page(self, state: _Episode) -> Any:
         if state.page is not None:

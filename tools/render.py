@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from arena.images import decode_image
 from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolResult, register_tool
 
-from .chromium import launch_chromium
+from .chromium import SharedChromium
 
 MAX_ELEMENTS = 600
 MAX_SIDE = 1536
@@ -80,24 +80,19 @@ class RenderTool(Tool):
 
     def __init__(self, options=None):
         super().__init__(options)
-        self._playwright = None
-        self._browser = None
-        self._lock = asyncio.Lock()
+        self._chromium = SharedChromium()
+        self._launches = 0
         self._parallel = int(getattr(self.options, "render_parallel", 2))
         self._slots = asyncio.Semaphore(self._parallel)
         self._scripts = bool(getattr(self.options, "render_scripts", False))
         self._pool: list = []
 
     async def _browser_ready(self):
-        async with self._lock:
-            if self._browser is None or not self._browser.is_connected():
-                from playwright.async_api import async_playwright
-
-                if self._playwright is None:
-                    self._playwright = await async_playwright().start()
-                self._pool.clear()
-                self._browser = await launch_chromium(self._playwright)
-            return self._browser
+        browser = await self._chromium.get()
+        if self._chromium.launches != self._launches:
+            self._launches = self._chromium.launches
+            self._pool.clear()
+        return browser
 
     def _markup(self, args: RenderArgs) -> tuple[str, str]:
         given = [(kind, text) for kind, text in (("svg", args.svg), ("html", args.html)) if text and text.strip()]
@@ -173,10 +168,5 @@ class RenderTool(Tool):
     async def aclose(self) -> None:
         while self._pool:
             await self._pool.pop()[0].close()
-        if self._browser is not None:
-            await self._browser.close()
-            self._browser = None
-        if self._playwright is not None:
-            await self._playwright.stop()
-            self._playwright = None
+        await self._chromium.close()
 

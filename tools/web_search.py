@@ -48,6 +48,7 @@ from arena.endpoint import Endpoint, EndpointConfig, EndpointError
 from arena.images import ImageError, decode_image
 from arena.tool import ToolError, ToolOptions, ToolResult
 from tools.cassette import Cassette, Recorded, normalize_text, normalize_url, validate_mode
+from tools.chromium import SharedChromium
 from tools.corpus_index import summarize as extractive_summary
 from tools.image_search import MAX_RESULTS as MAX_IMAGE_RESULTS
 from tools.image_search import THUMBNAIL_SIDE
@@ -237,8 +238,7 @@ class PageFetcher:
         self.timeout, self.max_chars, self.allow_private_hosts = timeout, max_chars, allow_private_hosts
         self._slots = asyncio.Semaphore(max_pages)
         self._lock = asyncio.Lock()
-        self._playwright = None
-        self._browser = None
+        self._chromium = SharedChromium()
         self._context_ = None
         self._idle: list = []
         self.launches = 0
@@ -247,14 +247,9 @@ class PageFetcher:
         """The shared browser context (one page per fetch in it: new contexts cost ~0.3 s of CPU each)."""
         async with self._lock:
             if self._context_ is None:
-                from playwright.async_api import async_playwright
-
-                from tools.chromium import launch_chromium
-
                 try:
-                    self._playwright = await async_playwright().start()
-                    self._browser = await launch_chromium(self._playwright)
-                    self._context_ = await self._browser.new_context(java_script_enabled=True, accept_downloads=False)
+                    browser = await self._chromium.get()
+                    self._context_ = await browser.new_context(java_script_enabled=True, accept_downloads=False)
                     await self._context_.route("**/*", self._route)
                 except Exception as exc:
                     await self.aclose()
@@ -305,12 +300,7 @@ class PageFetcher:
     async def aclose(self) -> None:
         self._context_ = None
         self._idle = []
-        if self._browser is not None:
-            await self._browser.close()
-            self._browser = None
-        if self._playwright is not None:
-            await self._playwright.stop()
-            self._playwright = None
+        await self._chromium.close()
 
 
 class Summarizer:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -15,12 +15,39 @@ from arena.tool import ToolOptions
 _SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)
 
 
+class AgentChoice(BaseModel):
+    """One agent of a grid: a registered agent name and the options of its factory."""
+
+    agent: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class EndpointLimit(BaseModel):
+    """Admission limits of one model endpoint (a base URL), shared by every episode and judge using it."""
+
+    max_parallel: int | None = Field(None, ge=1)
+    requests_per_minute: float | None = Field(None, gt=0)
+
+
+class ForkSource(BaseModel):
+    """Continue a recorded episode: its first `at_round` rounds are played back before the agent takes over."""
+
+    run_dir: str
+    episode_id: str
+    at_round: int = Field(ge=0)
+    prefix_mode: Literal["reuse", "replay"] = "reuse"
+
+
 class RunConfig(BaseModel):
-    """Grid = tasks x settings x max_rounds x repeats for one agent, scored by one judge.
+    """Grid = tasks x settings x max_rounds x repeats x agents, scored by one judge.
 
     `agent_options` / `judge_options` are passed to the registered factories
     (e.g. `model`, `base_url`, `api_key_env`, `tool_mode` for `openai`; `script`
     for `scripted`). API keys are never stored: name the environment variable.
+    `agents` lists several agents for a sweep (replacing `agent`/`agent_options`).
+    `prefix_sharing` (None = automatic) derives the smaller budgets of a budget
+    sweep from the largest one's trajectory (see `runs.prefix`). `backend` and
+    `endpoint_limits` decide scheduling only; `fork` continues a recorded episode.
     """
 
     data: str
@@ -43,10 +70,31 @@ class RunConfig(BaseModel):
     task_ids: list[str] | None = None
     run_id: str | None = None
     out: str = "logs"
+    agents: list[AgentChoice] = Field(default_factory=list)
+    prefix_sharing: bool | None = None
+    backend: Literal["asyncio", "ray"] = "asyncio"
+    ray_address: str | None = None
+    ray_workers: int | None = Field(None, ge=1)
+    endpoint_limits: dict[str, EndpointLimit] = Field(default_factory=dict)
+    fork: ForkSource | None = None
+
+    def agent_choices(self) -> list[AgentChoice]:
+        """The grid's agents: `agents` when given, else the single `agent` with `agent_options`."""
+        return list(self.agents) or [AgentChoice(agent=self.agent, options=self.agent_options)]
+
+    def shares_prefixes(self) -> bool:
+        """Prefix sharing for budget sweeps: as asked, or by default when the agent is not told its budget."""
+        if self.fork is not None or len(set(self.max_rounds)) < 2:
+            return False
+        return (not self.show_budget) if self.prefix_sharing is None else self.prefix_sharing
 
     def grid_fingerprint(self) -> str:
-        """Hash of what decides the episodes (not concurrency, output place or judge)."""
-        keep = self.model_dump(mode="json", exclude={"concurrency", "out", "run_id", "judge", "judge_options"})
+        """Hash of what decides the episodes (not concurrency, scheduling, output place or judge)."""
+        keep = self.model_dump(mode="json", exclude={"concurrency", "out", "run_id", "judge", "judge_options",
+                                                     "backend", "ray_address", "ray_workers", "endpoint_limits"})
+        for name in ("agents", "prefix_sharing", "fork"):
+            if keep.get(name) in (None, []):
+                keep.pop(name, None)
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:12]
 
     def redacted(self) -> dict[str, Any]:

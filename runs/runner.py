@@ -1,13 +1,15 @@
 """Execute a run: load data, build the grid, run missing episodes concurrently, judge, summarise.
 
 Resumable: episodes already finished under the same run id are skipped, errored
-ones are run again, and finished episodes lacking a verdict are judged.
+ones are run again, and finished episodes lacking a verdict are judged. Episodes are
+played by a backend: this process's event loop (asyncio) or Ray workers
+(`runs.ray_backend`); either way only this process writes the run store. Budget
+sweeps may share trajectory prefixes (`runs.prefix`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import platform
 import re
@@ -18,19 +20,22 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from arena.agent import AGENTS, Agent, Prompting
-from arena.dataset import Dataset, load_datasets
+from arena.dataset import Dataset
 from arena.discovery import import_submodules
-from arena.episode import EpisodeSpec, run_episode
 from arena.judge import JUDGES, Judge
 from arena.settings import tools_for_setting
 from arena.tool import TOOLS, Tool
-from arena.trajectory import Episode, episode_key
+from arena.trajectory import Episode, Step
 from arena.verdict import Verdict
 from judges.metrics import AUTO, judge_for, summarize
 
 from .config import RunConfig
+from .limits import endpoint_of
+from .prefix import copied_episode, derive, failed_episode, model_call_counts
+from .prefix import link as prefix_link
 from .store import RunStore
+from .sweep import Cell, Family, grid_size, plan
+from .workbench import EpisodeJob, Workbench
 
 
 def load_plugins() -> None:
@@ -70,10 +75,6 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return out
-
-
-def episode_seed(seed: int, key: str) -> int:
-    return int(hashlib.sha256(f"{seed}|{key}".encode()).hexdigest()[:8], 16)
 
 
 def call_with_options(factory: Callable[..., Any], options: dict[str, Any], what: str) -> Any:
@@ -142,66 +143,117 @@ def build_tools(config: RunConfig) -> dict[str, list[Tool]]:
     return per_setting
 
 
+class LocalBackend:
+    """Plays episodes in this process's event loop (the asyncio backend)."""
+
+    def __init__(self, bench: Workbench, run_id: str, store: RunStore):
+        self.bench, self.run_id, self.store = bench, run_id, store
+        self.gate = bench.gate
+
+    async def play(self, job: EpisodeJob) -> Episode:
+        return await self.bench.play(job, self.run_id, self.store.blobs)
+
+    async def aclose(self) -> None:
+        """Nothing to release: the workbench is closed by the caller."""
+
+
+def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunStore):
+    if config.backend == "ray":
+        from .ray_backend import RayBackend
+
+        return RayBackend(config, run_id, store)
+    return LocalBackend(bench, run_id, store)
+
+
+def default_run_id(bench: Workbench, config: RunConfig) -> str:
+    who = bench.agents[0].id if len(bench.agents) == 1 else f"{len(bench.agents)}-agents"
+    return f"{slug(bench.datasets[0].name)}-{slug(who)}-{config.grid_fingerprint()[:8]}"
+
+
 async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | None], None] | None = None,
                   force: bool = False, on_start: Callable[[int, int], None] | None = None) -> RunResult:
-    load_plugins()
-    datasets = load_datasets(config.data, config.root, config.fmt)
-    if config.corpus:
-        for dataset in datasets:
-            dataset.corpus = Path(config.corpus).resolve()
-    pairs = select_tasks(datasets, config)
-    if config.agent not in AGENTS:
-        raise ValueError(f"unknown agent {config.agent!r}; known: {', '.join(sorted(AGENTS))}")
-    agent: Agent = call_with_options(AGENTS[config.agent], config.agent_options, f"agent {config.agent!r}")
-    tools_by_setting = build_tools(config)
-    run_id = config.run_id or f"{slug(datasets[0].name)}-{slug(agent.id)}-{config.grid_fingerprint()[:8]}"
+    """Play every missing episode of the grid, judge what lacks a verdict, write the summary."""
+    bench = Workbench(config)
+    try:
+        return await _execute(config, bench, progress=progress, force=force, on_start=on_start)
+    finally:
+        await bench.aclose()
+
+
+async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start) -> RunResult:
+    run_id = config.run_id or default_run_id(bench, config)
     store = RunStore(Path(config.out) / run_id)
     judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl")
+    backend = None
     try:
-        store.open({
+        info: dict[str, Any] = {
             "run_id": run_id, "fingerprint": config.grid_fingerprint(), "config": config.redacted(),
-            "agent": agent.describe(), "datasets": [{"name": d.name, "source": str(d.source), "root": str(d.root),
-                                                     "tasks": len(d.tasks), "world": d.meta.get("world")}
-                                                    for d in datasets],
+            "agent": bench.agents[0].describe(), "agents": [a.describe() for a in bench.agents],
+            "datasets": [{"name": d.name, "source": str(d.source), "root": str(d.root), "tasks": len(d.tasks),
+                          "world": d.meta.get("world")} for d in bench.datasets],
             "versions": versions(), "git": git_hash(),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }, force=force)
+        }
+        store.open(info, force=force)
+        prefix: list[Step] = []
+        if config.fork is not None:
+            from .fork import fork_prefix
+
+            prefix, link = fork_prefix(config.fork, store)
+            store.update_info({"forked_from": link})
+        backend = make_backend(config, bench, run_id, store)
         done = {e.key: e for e in store.episodes() if e.finish_reason != "error"}
-        specs = []
-        for dataset, task in pairs:
-            prompting = Prompting(system_prompt=dataset.system_prompt, format_instruction=dataset.format_instruction,
-                                  show_budget=config.show_budget)
-            for setting in config.settings:
-                for max_rounds in config.max_rounds:
-                    for repeat in range(config.repeats):
-                        key = episode_key(task.id, setting, max_rounds, repeat, agent.id)
-                        if key in done:
-                            continue
-                        budget = config.budget.model_copy(update={"max_rounds": max_rounds})
-                        specs.append(EpisodeSpec(run_id=run_id, task=task, dataset=dataset, agent=agent,
-                                                 tools=tools_by_setting[setting], setting=setting, budget=budget,
-                                                 repeat=repeat, seed=episode_seed(config.seed, key),
-                                                 prompting=prompting))
+        families = plan(bench)
         judge_name = config.judge or AUTO
+        judge_endpoint = endpoint_of(config.judge_options)
         verdicts_done = {(v.episode_id, v.judge) for v in store.verdicts()}
         unjudged = [e for e in done.values() if (e.id, judge_for(e, judge_name)) not in verdicts_done]
+        missing = sum(1 for f in families for c in f.cells if c.key not in done)
         if on_start:
-            on_start(len(specs) + len(unjudged), len(pairs) * len(config.settings) * len(config.max_rounds)
-                     * config.repeats)
+            on_start(missing + len(unjudged), grid_size(families))
         slots = asyncio.Semaphore(config.concurrency)
 
         async def judge_and_store(episode: Episode) -> Verdict | None:
-            verdict = await judges.get(judge_for(episode, judge_name)).score(episode, store.blobs)
+            async with backend.gate.slot(judge_endpoint):
+                verdict = await judges.get(judge_for(episode, judge_name)).score(episode, store.blobs)
             store.append_verdict(verdict)
             return verdict
 
-        async def one(spec: EpisodeSpec) -> None:
+        async def record(episode: Episode) -> Episode:
+            store.append_episode(episode)
             async with slots:
-                episode = await run_episode(spec, store.blobs)
-                store.append_episode(episode)
                 verdict = await judge_and_store(episode)
             if progress:
                 progress(episode, verdict)
+            return episode
+
+        async def play(job: EpisodeJob) -> Episode:
+            async with slots:
+                episode = await backend.play(job)
+            return await record(episode)
+
+        async def derive_cell(source: Episode, cell: Cell) -> None:
+            derivation = derive(source, cell.max_rounds)
+            if derivation.kind == "copy":
+                await record(copied_episode(source, key=cell.key, max_rounds=cell.max_rounds, seed=cell.seed))
+            elif derivation.kind == "error":
+                await record(failed_episode(source, key=cell.key, max_rounds=cell.max_rounds, seed=cell.seed))
+            else:
+                await play(cell.job(prefix=derivation.prefix, meta=prefix_link(source, cell.max_rounds)))
+
+        async def run_family(family: Family) -> None:
+            head, rest = family.cells[0], family.cells[1:]
+            if not family.shared:
+                if head.key not in done:
+                    meta = {"forked_from": link} if config.fork is not None else {}
+                    await play(head.job(prefix=prefix, meta=meta,
+                                        prefix_mode=config.fork.prefix_mode if config.fork else "reuse"))
+                return
+            todo = [c for c in rest if c.key not in done]
+            if head.key in done and not todo:
+                return
+            source = done.get(head.key) or await play(head.job())
+            await asyncio.gather(*(derive_cell(source, cell) for cell in todo))
 
         async def rejudge(episode: Episode) -> None:
             async with slots:
@@ -209,18 +261,19 @@ async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | N
             if progress:
                 progress(episode, verdict)
 
-        await asyncio.gather(*(one(s) for s in specs), *(rejudge(e) for e in unjudged))
+        await asyncio.gather(*(run_family(f) for f in families), *(rejudge(e) for e in unjudged))
         episodes, verdicts = store.episodes(), store.verdicts()
         summary = summarize(episodes, verdicts, judge_name)
-        summary.update({"run_id": run_id, "judges": judges.describe()})
+        summary.update({"run_id": run_id, "judges": judges.describe(), "model_calls": model_call_counts(episodes)})
+        if config.shares_prefixes():
+            summary["prefix_sharing"] = True
         store.write_summary(summary)
         return RunResult(run_dir=store.dir, run_id=run_id, summary=summary, episodes=episodes, verdicts=verdicts,
-                         ran=len(specs))
+                         ran=missing)
     finally:
-        await agent.aclose()
         await judges.aclose()
-        for tool in {id(t): t for tools in tools_by_setting.values() for t in tools}.values():
-            await tool.aclose()
+        if backend is not None:
+            await backend.aclose()
 
 
 def run(config: RunConfig, **kwargs: Any) -> RunResult:

@@ -106,6 +106,10 @@ class RunStore:
     def info(self) -> dict[str, Any]:
         return json.loads(self.run_json.read_text())
 
+    def update_info(self, fields: dict[str, Any]) -> None:
+        """Merge `fields` into run.json (atomically)."""
+        self._write_json(self.run_json, {**self.info(), **fields})
+
     def _write_json(self, path: Path, data: dict[str, Any]) -> None:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")

@@ -1,0 +1,184 @@
+"""The Ray backend: episodes fanned out to Ray actors, the run store written by the driver alone.
+
+Each worker (`EpisodeWorker`, an async actor playing several episodes at once) builds
+its own `Workbench` from the run's config JSON, so datasets and worlds must be
+readable at the same paths on every node (a local cluster, or a shared filesystem).
+A worker keeps the images an episode produces in memory and returns them with the
+episode; the driver puts them in the run's blob store and appends the episode. The
+blobs a prefix reuses travel to the worker with the job. Per-endpoint limits are
+enforced across all workers by one gate actor.
+
+`ray_address=None` starts a local Ray instance (`ray.init()`) for the run and stops it
+afterwards; an address (`auto`, `ray://host:10001`, `host:6379`) joins an existing
+cluster and leaves it running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from arena.blobs import BlobStore
+from arena.trajectory import Episode
+
+from .config import EndpointLimit, RunConfig
+from .limits import EndpointGate
+from .store import RunStore
+from .workbench import EpisodeJob, Workbench
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class MemoryBlobStore(BlobStore):
+    """A blob store in memory: `seed` holds blobs given to the worker, `new` those it made."""
+
+    def __init__(self, seed: dict[str, bytes] | None = None):
+        super().__init__(Path("<memory>"))
+        self.data: dict[str, bytes] = dict(seed or {})
+        self.new: dict[str, bytes] = {}
+
+    def put(self, data: bytes, ext: str = "png") -> str:
+        blob_id = f"sha256:{hashlib.sha256(data).hexdigest()}.{ext}"
+        if blob_id not in self.data:
+            self.data[blob_id] = data
+            self.new[blob_id] = data
+        return blob_id
+
+    def get(self, blob_id: str) -> bytes:
+        try:
+            return self.data[blob_id]
+        except KeyError:
+            raise FileNotFoundError(f"blob {blob_id} was not sent to this worker") from None
+
+
+class GateActor:
+    """One EndpointGate shared by every worker and the driver."""
+
+    def __init__(self, limits: dict[str, dict[str, Any]]):
+        self.gate = EndpointGate({k: EndpointLimit(**v) for k, v in limits.items()})
+
+    async def acquire(self, endpoint: str | None) -> None:
+        await self.gate.acquire(endpoint)
+
+    async def release(self, endpoint: str | None) -> None:
+        self.gate.release(endpoint)
+
+
+class RemoteGate:
+    """The Gate interface over a GateActor handle (a no-op for endpoints without limits)."""
+
+    def __init__(self, actor: Any, limits: dict[str, EndpointLimit]):
+        self.actor = actor
+        self.local = EndpointGate(limits)
+
+    @asynccontextmanager
+    async def slot(self, endpoint: str | None) -> AsyncIterator[None]:
+        if self.local.limit_for(endpoint) is None:
+            yield
+            return
+        await self.actor.acquire.remote(endpoint)
+        try:
+            yield
+        finally:
+            await self.actor.release.remote(endpoint)
+
+
+class EpisodeWorker:
+    """A Ray actor that plays jobs of one run."""
+
+    def __init__(self, config_json: str, run_id: str, gate: Any | None):
+        config = RunConfig.model_validate_json(config_json)
+        self.run_id = run_id
+        self.bench = Workbench(config, gate=RemoteGate(gate, config.endpoint_limits) if gate is not None else None)
+
+    async def ready(self) -> int:
+        return os.getpid()
+
+    async def play(self, job_json: str, blobs: dict[str, bytes]) -> tuple[str, dict[str, bytes]]:
+        store = MemoryBlobStore(blobs)
+        episode = await self.bench.play(EpisodeJob.model_validate_json(job_json), self.run_id, store)
+        return episode.model_dump_json(), store.new
+
+    async def close(self) -> None:
+        await self.bench.aclose()
+
+
+def ray_runtime_env() -> dict[str, Any]:
+    """Workers import the arena from the driver's source tree."""
+    path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {"env_vars": {"PYTHONPATH": path}}
+
+
+class RayBackend:
+    def __init__(self, config: RunConfig, run_id: str, store: RunStore):
+        try:
+            import ray
+        except ImportError:
+            raise ValueError("--backend ray needs Ray: pip install 'ray>=2.9'") from None
+        self.ray = ray
+        self.store = store
+        self.owns_cluster = False
+        if not ray.is_initialized():
+            options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                       "runtime_env": ray_runtime_env()}
+            if config.ray_address:
+                ray.init(address=config.ray_address, **options)
+            else:
+                ray.init(num_cpus=config.ray_workers or os.cpu_count() or 1, **options)
+                self.owns_cluster = True
+        self.workers: list[Any] = []
+        self.gate_actor = None
+        try:
+            workers = config.ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+            limits = {k: v.model_dump() for k, v in config.endpoint_limits.items()}
+            self.gate_actor = ray.remote(GateActor).options(num_cpus=0).remote(limits) if limits else None
+            self.gate = (RemoteGate(self.gate_actor, config.endpoint_limits) if self.gate_actor is not None
+                         else EndpointGate({}))
+            worker_cls = ray.remote(EpisodeWorker).options(num_cpus=0, max_concurrency=max(1, config.concurrency))
+            paths = {"data": config.data, "root": config.root, "corpus": config.corpus}
+            shipped = config.model_copy(update={k: str(Path(v).resolve()) for k, v in paths.items() if v})
+            self.workers = [worker_cls.remote(shipped.model_dump_json(), run_id, self.gate_actor)
+                            for _ in range(workers)]
+            self.pids = ray.get([w.ready.remote() for w in self.workers])
+        except BaseException as exc:
+            self._stop()
+            if isinstance(exc, ray.exceptions.RayError):
+                raise RuntimeError(f"Ray workers could not start: {exc}") from None
+            raise
+        self._load = [0] * len(self.workers)
+
+    def _pick(self) -> int:
+        return min(range(len(self.workers)), key=lambda i: (self._load[i], i))
+
+    async def play(self, job: EpisodeJob) -> Episode:
+        blobs = {b: await asyncio.to_thread(self.store.blobs.get, b) for b in job.prefix_blobs()}
+        index = self._pick()
+        self._load[index] += 1
+        try:
+            episode_json, new = await self.workers[index].play.remote(job.model_dump_json(), blobs)
+        finally:
+            self._load[index] -= 1
+        for blob_id, data in new.items():
+            stored = await asyncio.to_thread(self.store.blobs.put, data, blob_id.rsplit(".", 1)[-1])
+            if stored != blob_id:
+                raise RuntimeError(f"blob {blob_id} from a Ray worker does not match its content ({stored})")
+        return Episode.model_validate_json(episode_json)
+
+    def _stop(self) -> None:
+        for actor in [*self.workers, *([self.gate_actor] if self.gate_actor is not None else [])]:
+            try:
+                self.ray.kill(actor)
+            except Exception:
+                continue
+        if self.owns_cluster:
+            self.ray.shutdown()
+
+    async def aclose(self) -> None:
+        try:
+            await asyncio.gather(*(w.close.remote() for w in self.workers), return_exceptions=True)
+        finally:
+            self._stop()

@@ -1,0 +1,221 @@
+"""`arena report`: summary tables of one or more runs, the sweep plot, and a static HTML page of both.
+
+Tables: every (agent, setting, N) group (VistaHop Table 4 layout); for each (agent,
+setting) swept over budgets, the Table 5 layout (rows N = ..., Pass@1 ± std over
+repeats, L1/L2/L3, average tool calls and rounds, tool utilisation); Pass@1 per
+category; suite-specific figures (per source, per domain, Path F1...); failure
+taxonomy; judge agreement; model calls made and saved by prefix sharing.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table as RichTable
+
+from .failures import LABELS, failure_counts
+from .plot import sweep_png
+from .prefix import model_call_counts
+from .rejudge import agreements
+from .rundata import RunData
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+
+    def rich(self) -> RichTable:
+        table = RichTable(title=self.title, title_justify="left")
+        for i, name in enumerate(self.columns):
+            table.add_column(name, justify="left" if i == 0 else "right", no_wrap=i == 0)
+        for row in self.rows:
+            table.add_row(*row)
+        return table
+
+    def html(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in self.rows)
+        return (f"<h2>{html.escape(self.title)}</h2><table><thead><tr>{head}</tr></thead>"
+                f"<tbody>{body}</tbody></table>")
+
+
+def fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def pass1_cell(group: dict[str, Any]) -> str:
+    text = fmt(group["pass1"])
+    if group.get("repeats", 1) > 1:
+        text += f" ± {fmt(group.get('pass1_std'))}"
+    return text
+
+
+def group_label(run: RunData, group: dict[str, Any], several: bool) -> str:
+    label = f"{group['agent']} · {group['setting']} · N={group['max_rounds']}"
+    return f"{run.run_id}: {label}" if several else label
+
+
+def groups_table(runs: list[RunData]) -> Table:
+    several = len(runs) > 1
+    table = Table("Results per agent, setting and budget",
+                  (["run"] if several else []) + ["agent", "setting", "N", "episodes", "Pass@1 (%)", "L1 (%)",
+                                                  "L2 (%)", "L3 (%)", "Avg. tool calls", "Avg. rounds",
+                                                  "Tool util. (%)", "invalid", "errors"])
+    for run in runs:
+        for g in run.summary["groups"]:
+            levels = g.get("levels", {})
+            table.rows.append(([run.run_id] if several else []) + [
+                g["agent"], g["setting"], str(g["max_rounds"]), str(g["episodes"]), pass1_cell(g),
+                fmt(levels.get("L1")), fmt(levels.get("L2")), fmt(levels.get("L3")), fmt(g["avg_tool_calls"]),
+                fmt(g["avg_rounds"]), fmt(g["tool_utilisation"], 1), str(g["invalid_calls"]), str(g["errors"])])
+    return table
+
+
+def sweep_tables(runs: list[RunData]) -> list[Table]:
+    """VistaHop Table 5: one table per (run, agent, setting) with several budgets, rows N = ..."""
+    tables = []
+    for run in runs:
+        by_line: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for g in run.summary["groups"]:
+            by_line.setdefault((g["agent"], g["setting"]), []).append(g)
+        for (agent, setting), groups in sorted(by_line.items()):
+            if len(groups) < 2:
+                continue
+            title = f"Max rounds sweep: {agent} · {setting}" + (f" ({run.run_id})" if len(runs) > 1 else "")
+            table = Table(title, ["Max Rounds", "Pass@1 (%)", "L1 (%)", "L2 (%)", "L3 (%)", "Avg. Tool Calls",
+                                  "Avg. Rounds", "Tool Util. (%)"])
+            for g in sorted(groups, key=lambda g: g["max_rounds"]):
+                levels = g.get("levels", {})
+                table.rows.append([f"N={g['max_rounds']}", pass1_cell(g), fmt(levels.get("L1")),
+                                   fmt(levels.get("L2")), fmt(levels.get("L3")), fmt(g["avg_tool_calls"]),
+                                   fmt(g["avg_rounds"]), fmt(g["tool_utilisation"], 1)])
+            tables.append(table)
+    return tables
+
+
+def breakdown_tables(runs: list[RunData]) -> list[Table]:
+    """Pass@1 per category, and each suite's own figures, with one column per group."""
+    several = len(runs) > 1
+    columns = [(run, g) for run in runs for g in run.summary["groups"]]
+    labels = [group_label(run, g, several) for run, g in columns]
+    tables = []
+    categories = sorted({c for _, g in columns for c in g.get("categories", {})})
+    if categories:
+        table = Table("Pass@1 (%) per category", ["category", *labels])
+        for category in categories:
+            table.rows.append([category, *(fmt(g.get("categories", {}).get(category)) for _, g in columns)])
+        tables.append(table)
+    suite_keys = sorted({(suite, key) for _, g in columns for suite, figures in g.get("suites", {}).items()
+                         for key in flatten(figures)})
+    if suite_keys:
+        table = Table("Suite figures (per source, domain, ...)", ["suite · figure", *labels])
+        for suite, key in suite_keys:
+            table.rows.append([f"{suite} · {key}",
+                               *(fmt(flatten(g.get("suites", {}).get(suite, {})).get(key)) for _, g in columns)])
+        tables.append(table)
+    return tables
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(value, list):
+        return {prefix: ", ".join(fmt(v) for v in value)}
+    return {prefix: value}
+
+
+SHORT_LABELS = {"error": "error", "budget_exhausted": "budget out", "no_answer": "no answer",
+                "invalid_tool_calls": "invalid calls", "never_cropped": "never cropped",
+                "never_searched": "never searched", "gold_anchor_never_cropped": "anchor not cropped",
+                "evidence_found_wrong_answer": "evidence seen, wrong", "wrong_entity": "wrong entity",
+                "judge_disagreement": "judges differ"}
+
+
+def failure_table(runs: list[RunData]) -> Table:
+    """Episodes per failure label (columns) for each group (rows); see `runs.failures`."""
+    several = len(runs) > 1
+    table = Table("Failure taxonomy (episodes per label)",
+                  ["group", "episodes", "correct", *(SHORT_LABELS[label] for label in LABELS)])
+    for run in runs:
+        counts = failure_counts(run.episodes, run.failures)
+        sizes: dict[str, list[int]] = {}
+        for e in run.episodes:
+            verdict = run.chosen.get(e.id)
+            size = sizes.setdefault(f"{e.agent} | {e.setting} | N={e.budget.max_rounds}", [0, 0])
+            size[0] += 1
+            size[1] += int(bool(verdict and verdict.error is None and verdict.correct))
+        for name, c in counts["groups"].items():
+            label = f"{run.run_id}: {name}" if several else name
+            episodes, correct = sizes.get(name, [0, 0])
+            table.rows.append([label.replace(" | ", " · "), str(episodes), str(correct), *(str(c[k]) for k in LABELS)])
+    return table
+
+
+def agreement_table(runs: list[RunData]) -> Table | None:
+    table = Table("Judge agreement", ["run", "judge A", "judge B", "episodes", "agree (%)", "Cohen's kappa"])
+    for run in runs:
+        for a in agreements(run.episodes, run.verdicts):
+            table.rows.append([run.run_id, a.judge_a, a.judge_b, str(a.episodes), fmt(a.percent), fmt(a.kappa, 3)])
+    return table if table.rows else None
+
+
+def calls_table(runs: list[RunData]) -> Table:
+    table = Table("Model calls", ["run", "made", "separate runs would make", "saved by prefix sharing"])
+    for run in runs:
+        c = model_call_counts(run.episodes)
+        table.rows.append([run.run_id, str(c["made"]), str(c["separate_runs"]), str(c["saved"])])
+    return table
+
+
+@dataclass
+class Report:
+    runs: list[RunData]
+    tables: list[Table]
+    png: bytes
+
+    def write(self, out_dir: Path) -> tuple[Path, Path]:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        png_path = out_dir / "sweep.png"
+        png_path.write_bytes(self.png)
+        html_path = out_dir / "report.html"
+        html_path.write_text(self.html(), encoding="utf-8")
+        return html_path, png_path
+
+    def html(self) -> str:
+        title = "Report: " + ", ".join(r.run_id for r in self.runs)
+        image = base64.b64encode(self.png).decode()
+        notes = "".join(f"<p class=note>{html.escape(n)}</p>" for r in self.runs for n in r.notes)
+        return (f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
+                f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>{notes}"
+                f"<h2>Sweep</h2><img alt='Pass@1 and tool utilisation against max rounds' "
+                f"src='data:image/png;base64,{image}'>"
+                + "".join(t.html() for t in self.tables) + "</body></html>")
+
+
+CSS = """body{font:14px system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0 20px}
+th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}
+th{background:#f3f3f3}img{max-width:100%}.note{color:#a60}"""
+
+
+def build_report(runs: list[RunData]) -> Report:
+    tables = [groups_table(runs), *sweep_tables(runs), *breakdown_tables(runs), failure_table(runs)]
+    agree = agreement_table(runs)
+    if agree is not None:
+        tables.append(agree)
+    tables.append(calls_table(runs))
+    png = sweep_png([(r.run_id, r.summary) for r in runs],
+                    title="Pass@1 and tool utilisation against max rounds")
+    return Report(runs=runs, tables=tables, png=png)

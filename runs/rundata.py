@@ -1,0 +1,89 @@
+"""A finished run read back from its directory, for reports, the viewer, replay and failure analysis."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from arena.task import Task
+from arena.trajectory import Episode
+from arena.verdict import Verdict
+from judges.metrics import AUTO, latest_verdicts, summarize
+
+from .config import RunConfig
+from .store import RunStore
+
+
+@dataclass
+class RunData:
+    store: RunStore
+    info: dict[str, Any]
+    episodes: list[Episode]
+    verdicts: list[Verdict]
+    judge: str = AUTO
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.info.get("run_id") or self.store.dir.name)
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        return summarize(self.episodes, self.verdicts, self.judge)
+
+    @cached_property
+    def chosen(self) -> dict[str, Verdict]:
+        """The verdict that counts for each episode id."""
+        return latest_verdicts(self.episodes, self.verdicts, self.judge)
+
+    @cached_property
+    def failures(self) -> dict[str, list[str]]:
+        """Episode id -> its failure labels (`runs.failures`)."""
+        from .failures import taxonomy
+
+        return taxonomy(self.episodes, self.chosen, self.verdicts, self.tasks)
+
+    def config(self) -> RunConfig | None:
+        try:
+            return RunConfig.model_validate(self.info.get("config") or {})
+        except ValueError:
+            return None
+
+    @cached_property
+    def tasks(self) -> dict[str, Task]:
+        """The run's tasks with their metadata, when its data can still be loaded (else empty, with a note)."""
+        from arena.dataset import load_datasets
+
+        from .runner import load_plugins
+
+        config = self.config()
+        if config is None:
+            return {}
+        load_plugins()
+        try:
+            datasets = load_datasets(config.data, config.root, config.fmt)
+        except (OSError, ValueError) as exc:
+            self.notes.append(f"task metadata unavailable: {exc}")
+            return {}
+        return {t.id: t for d in datasets for t in d.tasks}
+
+    def find(self, ref: str) -> Episode:
+        """An episode by id, id prefix, or key."""
+        matches = [e for e in self.episodes if e.id == ref or e.key == ref]
+        if not matches:
+            matches = [e for e in self.episodes if e.id.startswith(ref)]
+        if not matches:
+            matches = [e for e in self.store.all_episodes() if e.id == ref or e.id.startswith(ref)]
+        if len(matches) != 1:
+            what = "no episode" if not matches else f"{len(matches)} episodes"
+            raise ValueError(f"{self.store.episodes_path}: {what} match {ref!r} (give an episode id, id prefix or key)")
+        return matches[0]
+
+
+def load_run(run_dir: str | Path, judge: str = AUTO) -> RunData:
+    store = RunStore(run_dir)
+    if not store.exists():
+        raise ValueError(f"{run_dir}: not a run directory (no run.json)")
+    return RunData(store=store, info=store.info(), episodes=store.episodes(), verdicts=store.verdicts(), judge=judge)

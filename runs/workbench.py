@@ -1,0 +1,106 @@
+"""What playing episodes of a run needs, built from its config alone: datasets, agents, tools.
+
+The driver builds one; so does every Ray worker, from the same config JSON, so a
+job described by names (`EpisodeJob`) means the same episode everywhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from arena.agent import AGENTS, Agent, Prompting
+from arena.blobs import BlobStore
+from arena.dataset import Dataset, load_datasets
+from arena.episode import EpisodeSpec, run_episode
+from arena.task import Task
+from arena.tool import Tool
+from arena.trajectory import Episode, Step
+
+from .config import RunConfig
+from .limits import EndpointGate, Gate, LimitedAgent, endpoint_of
+
+
+class EpisodeJob(BaseModel):
+    """One episode to play, by names and indices into the run's config, so it can travel to a worker."""
+
+    key: str
+    dataset: int
+    task_id: str
+    setting: str
+    max_rounds: int
+    repeat: int
+    agent: int
+    seed: int
+    prefix: list[Step] = Field(default_factory=list)
+    prefix_mode: Literal["reuse", "replay"] = "reuse"
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    def prefix_blobs(self) -> list[str]:
+        """Blob ids the prefix's reused observations need."""
+        if self.prefix_mode != "reuse":
+            return []
+        return sorted({b for s in self.prefix if s.observation for b in s.observation.images})
+
+
+class Workbench:
+    """Datasets, agents (wrapped by the endpoint gate) and tools of one run."""
+
+    def __init__(self, config: RunConfig, gate: Gate | None = None):
+        from .runner import build_tools, call_with_options, load_plugins, select_tasks
+
+        load_plugins()
+        self.config = config
+        self.datasets: list[Dataset] = load_datasets(config.data, config.root, config.fmt)
+        if config.corpus:
+            for dataset in self.datasets:
+                dataset.corpus = Path(config.corpus).resolve()
+        self.pairs: list[tuple[Dataset, Task]] = select_tasks(self.datasets, config)
+        self.gate = gate or EndpointGate(config.endpoint_limits)
+        self.agents: list[Agent] = []
+        for choice in config.agent_choices():
+            if choice.agent not in AGENTS:
+                raise ValueError(f"unknown agent {choice.agent!r}; known: {', '.join(sorted(AGENTS))}")
+            agent = call_with_options(AGENTS[choice.agent], choice.options, f"agent {choice.agent!r}")
+            self.agents.append(LimitedAgent(agent, self.gate, endpoint_of(choice.options)))
+        ids = [a.id for a in self.agents]
+        clashes = sorted({i for i in ids if ids.count(i) > 1})
+        if clashes:
+            raise ValueError(f"several agents of the grid have the id {', '.join(clashes)}; give each an "
+                             "`id` option (e.g. --agent-option id=NAME)")
+        self.tools_by_setting: dict[str, list[Tool]] = build_tools(config)
+        self._tasks = {(i, t.id): (d, t) for i, d in enumerate(self.datasets) for t in d.tasks}
+        self._dataset_index = {id(d): i for i, d in enumerate(self.datasets)}
+
+    def dataset_index(self, dataset: Dataset) -> int:
+        return self._dataset_index[id(dataset)]
+
+    def spec(self, job: EpisodeJob, run_id: str) -> EpisodeSpec:
+        dataset, task = self._tasks[(job.dataset, job.task_id)]
+        budget = self.config.budget.model_copy(update={"max_rounds": job.max_rounds})
+        prompting = Prompting(system_prompt=dataset.system_prompt, format_instruction=dataset.format_instruction,
+                              show_budget=self.config.show_budget)
+        return EpisodeSpec(run_id=run_id, task=task, dataset=dataset, agent=self.agents[job.agent],
+                           tools=self.tools_by_setting[job.setting], setting=job.setting, budget=budget,
+                           repeat=job.repeat, seed=job.seed, prompting=prompting, prefix=list(job.prefix),
+                           prefix_mode=job.prefix_mode)
+
+    async def play(self, job: EpisodeJob, run_id: str, blobs: BlobStore) -> Episode:
+        """Run one job to its Episode; model calls made here are recorded in `meta.model_calls`."""
+        episode = await run_episode(self.spec(job, run_id), blobs)
+        episode.meta.update(job.meta)
+        if job.prefix:
+            episode.meta["model_calls"] = len(episode.steps) - len(job.prefix)
+        return episode
+
+    async def aclose(self) -> None:
+        for agent in self.agents:
+            await agent.aclose()
+        seen: set[int] = set()
+        for tools in getattr(self, "tools_by_setting", {}).values():
+            for tool in tools:
+                if id(tool) not in seen:
+                    seen.add(id(tool))
+                    await tool.aclose()

@@ -39,9 +39,14 @@ def score_of(verdict: Verdict | None) -> float:
 AUTO = "auto"
 
 
+def judge_for_task(task: Any, judge: str) -> str:
+    """The judge whose verdict counts for a task: `judge`, or with "auto" the task's own (default normalized)."""
+    return (task.judge or "normalized") if judge == AUTO else judge
+
+
 def judge_for(episode: Episode, judge: str) -> str:
-    """The judge whose verdict counts for an episode: `judge`, or with "auto" the task's own (default normalized)."""
-    return (episode.task.judge or "normalized") if judge == AUTO else judge
+    """The judge whose verdict counts for an episode (see `judge_for_task`)."""
+    return judge_for_task(episode.task, judge)
 
 
 def latest_verdicts(episodes: Iterable[Episode], verdicts: Iterable[Verdict], judge: str) -> dict[str, Verdict]:

@@ -27,7 +27,7 @@ from arena.settings import tools_for_setting
 from arena.tool import TOOLS, Tool
 from arena.trajectory import Episode, Step
 from arena.verdict import Verdict
-from judges.metrics import AUTO, judge_for, summarize
+from judges.metrics import AUTO, judge_for, judge_for_task, summarize
 
 from .config import RunConfig
 from .limits import endpoint_of
@@ -172,7 +172,11 @@ def default_run_id(bench: Workbench, config: RunConfig) -> str:
 
 async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | None], None] | None = None,
                   force: bool = False, on_start: Callable[[int, int], None] | None = None) -> RunResult:
-    """Play every missing episode of the grid, judge what lacks a verdict, write the summary."""
+    """Play every missing episode of the grid, judge what lacks a verdict, write the summary.
+
+    With a live-web mode and no `tool_options.cassette`, the cassette is
+    `<run dir>/cassettes.sqlite`."""
+    config = config.model_copy(deep=True)
     bench = Workbench(config)
     try:
         return await _execute(config, bench, progress=progress, force=force, on_start=on_start)
@@ -184,6 +188,10 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
     run_id = config.run_id or default_run_id(bench, config)
     store = RunStore(Path(config.out) / run_id)
     judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl")
+    for judge_id in sorted({judge_for_task(task, config.judge or AUTO) for _, task in bench.pairs}):
+        judges.get(judge_id)
+    if config.tool_options.web != "offline" and not config.tool_options.cassette:
+        config.tool_options.cassette = str(store.dir / "cassettes.sqlite")
     backend = None
     try:
         info: dict[str, Any] = {

@@ -49,7 +49,7 @@ class Workbench:
     """Datasets, agents (wrapped by the endpoint gate) and tools of one run."""
 
     def __init__(self, config: RunConfig, gate: Gate | None = None):
-        from .runner import build_tools, call_with_options, load_plugins, select_tasks
+        from .runner import call_with_options, load_plugins, select_tasks
 
         load_plugins()
         self.config = config
@@ -70,9 +70,18 @@ class Workbench:
         if clashes:
             raise ValueError(f"several agents of the grid have the id {', '.join(clashes)}; give each an "
                              "`id` option (e.g. --agent-option id=NAME)")
-        self.tools_by_setting: dict[str, list[Tool]] = build_tools(config)
+        self._tools: dict[str, list[Tool]] | None = None
         self._tasks = {(i, t.id): (d, t) for i, d in enumerate(self.datasets) for t in d.tasks}
         self._dataset_index = {id(d): i for i, d in enumerate(self.datasets)}
+
+    @property
+    def tools_by_setting(self) -> dict[str, list[Tool]]:
+        """The run's tools, built on first use (after the runner has settled run-dependent options)."""
+        if self._tools is None:
+            from .runner import build_tools
+
+            self._tools = build_tools(self.config)
+        return self._tools
 
     def dataset_index(self, dataset: Dataset) -> int:
         return self._dataset_index[id(dataset)]
@@ -99,7 +108,7 @@ class Workbench:
         for agent in self.agents:
             await agent.aclose()
         seen: set[int] = set()
-        for tools in getattr(self, "tools_by_setting", {}).values():
+        for tools in (self._tools or {}).values():
             for tool in tools:
                 if id(tool) not in seen:
                     seen.add(id(tool))

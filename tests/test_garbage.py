@@ -109,3 +109,17 @@ def test_broken_task_image_is_an_episode_error(tiny_data, tmp_path):
     assert {e.finish_reason for e in result.episodes} == {"error"}
     assert all("scene.png" in e.error and "cannot decode" in e.error for e in result.episodes)
     assert server.requests == []
+
+
+def test_a_judge_that_cannot_be_built_fails_before_any_episode(tiny_data, tmp_path):
+    import json as _json
+
+    import pytest
+
+    config = tiny_data.parent / "datasets.json"
+    config.write_text(_json.dumps({"open": {"root": ".", "annotation": "annotations.jsonl", "reward_fn": ["llm_score"]}}))
+    with OpenAIStub(lambda r: "<answer>x</answer>") as server:
+        with pytest.raises(ValueError, match="judge 'llm'.*model"):
+            run(RunConfig(data=str(config), agent="openai", out=str(tmp_path), judge="auto",
+                          agent_options={"model": "m", "base_url": server.base_url}))
+        assert server.requests == []

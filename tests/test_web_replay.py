@@ -157,6 +157,6 @@ def test_cli_replays_a_shipped_cassette_and_rejects_bad_web_options(recorded, ne
     assert sorted(v["correct"] for v in verdicts) == [True, True]
 
     missing = runner.invoke(app, [*common, "--web", "replay"])
-    assert missing.exit_code == 2 and "needs a cassette file" in missing.output
+    assert missing.exit_code == 2 and "no such cassette" in missing.output and "cassettes.sqlite" in missing.output
     offline = runner.invoke(app, [*common, "--image-search", "web"])
     assert offline.exit_code == 2 and "image_search=web needs the live web" in offline.output

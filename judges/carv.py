@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena.blobs import BlobStore
-from arena.endpoint import Endpoint, EndpointConfig, EndpointError
+from arena.endpoint import EndpointConfig, EndpointError
 from arena.judge import Judge, register_judge, text_hash
 from arena.suites.carv import NO_RESULT, PROPERTIES
 from arena.trajectory import Episode
 from arena.verdict import Verdict
 
-from .llm import JudgeCache
+from .llm import ModelJudge
 from .metrics import register_suite_metrics, score_of
 
 # --- the caption parser ----------------------------------------------------------------------------------------
@@ -244,17 +244,10 @@ def parse_correctness(text: str) -> tuple[bool | None, str]:
     return found.pop() == "true", (reason.group(1) if reason else "")
 
 
-class CarvLLMJudge(Judge):
+class CarvLLMJudge(ModelJudge):
     id = "carv-llm"
     version = "1"
-
-    def __init__(self, endpoint: EndpointConfig, cache_path: str | None = None):
-        self.config = endpoint
-        self.endpoint = Endpoint(endpoint)
-        self.cache = JudgeCache(cache_path)
-
-    def describe(self) -> dict[str, Any]:
-        return {"id": self.id, "version": self.version, "model": self.config.model, "prompt_hash": PROMPT_HASH}
+    prompt_hash = PROMPT_HASH
 
     async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
         base = dict(judge_model=self.config.model, prompt_hash=PROMPT_HASH)
@@ -282,9 +275,6 @@ class CarvLLMJudge(Judge):
         await self.cache.put(key, output)
         return self.verdict(episode, score=float(correct), correct=correct, extracted=caption, rationale=reason,
                             raw=output, **base)
-
-    async def aclose(self) -> None:
-        await self.endpoint.aclose()
 
 
 @register_judge("carv-llm")

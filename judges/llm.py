@@ -83,19 +83,35 @@ class JudgeCache:
                     fh.write(json.dumps({"key": key, "output": output}) + "\n")
 
 
-class LLMJudge(Judge):
-    version = "1"
+class ModelJudge(Judge):
+    """A judge that asks an OpenAI-compatible model: its endpoint, its call cache, and the hash of
+    the prompt its verdicts depend on (`prompt_hash`, set by each subclass)."""
 
-    def __init__(self, endpoint: EndpointConfig, with_image: bool = False, cache_path: str | Path | None = None):
+    prompt_hash: str = ""
+
+    def __init__(self, endpoint: EndpointConfig, cache_path: str | Path | None = None):
         self.config = endpoint
         self.endpoint = Endpoint(endpoint)
-        self.with_image = with_image
         self.cache = JudgeCache(cache_path)
-        self.id = "llm"
 
     def describe(self) -> dict[str, Any]:
-        return {"id": self.id, "version": self.version, "model": self.config.model, "prompt_hash": PROMPT_HASH,
-                "with_image": self.with_image}
+        return {"id": self.id, "version": self.version, "model": self.config.model, "prompt_hash": self.prompt_hash}
+
+    async def aclose(self) -> None:
+        await self.endpoint.aclose()
+
+
+class LLMJudge(ModelJudge):
+    id = "llm"
+    version = "1"
+    prompt_hash = PROMPT_HASH
+
+    def __init__(self, endpoint: EndpointConfig, with_image: bool = False, cache_path: str | Path | None = None):
+        super().__init__(endpoint, cache_path)
+        self.with_image = with_image
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "with_image": self.with_image}
 
     async def _ask(self, episode: Episode, truth: str, blobs: BlobStore | None) -> str:
         answer = episode.answer or ""
@@ -140,9 +156,6 @@ class LLMJudge(Judge):
                 return self.verdict(episode, score=1.0, correct=True, rationale=reason, raw="\n".join(outputs), **base)
         return self.verdict(episode, score=0.0, correct=False, rationale=reason if outputs else "no accepted answers",
                             raw="\n".join(outputs), **base)
-
-    async def aclose(self) -> None:
-        await self.endpoint.aclose()
 
 
 @register_judge("llm")

@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from arena.blobs import BlobStore
-from arena.endpoint import Endpoint, EndpointConfig, EndpointError
+from arena.endpoint import EndpointConfig, EndpointError
 from arena.judge import Judge, register_judge, text_hash
 from arena.suites.ureason import FAMILIES, SETTINGS
 from arena.trajectory import Episode, Step
 from arena.verdict import Verdict
 from arena.worlds.ureason import SHAPES, Criterion, color_name
 
-from .llm import JudgeCache
+from .llm import ModelJudge
 from .metrics import register_suite_metrics, score_of
 
 GENERATION_TOOLS = ("render", "generate_image")
@@ -125,21 +125,19 @@ def _missing(judge: Judge, episode: Episode, skip: bool, **base: Any) -> Verdict
     return judge.verdict(episode, score=0.0, correct=False, rationale=f"{NO_IMAGE} (scored 0)", **base)
 
 
-class UReasonVLMJudge(Judge):
+class UReasonVLMJudge(ModelJudge):
     id = "ureason-vlm"
     version = "1"
+    prompt_hash = VISION_HASH
 
     def __init__(self, endpoint: EndpointConfig, missing: str = "fail", cache_path: str | None = None):
         if missing not in ("fail", "skip"):
             raise ValueError(f"missing must be 'fail' or 'skip', got {missing!r}")
-        self.config = endpoint
-        self.endpoint = Endpoint(endpoint)
+        super().__init__(endpoint, cache_path)
         self.skip_missing = missing == "skip"
-        self.cache = JudgeCache(cache_path)
 
     def describe(self) -> dict[str, Any]:
-        return {"id": self.id, "version": self.version, "model": self.config.model, "prompt_hash": VISION_HASH,
-                "missing": "skip" if self.skip_missing else "fail"}
+        return {**super().describe(), "missing": "skip" if self.skip_missing else "fail"}
 
     async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
         base = dict(judge_model=self.config.model, prompt_hash=VISION_HASH)
@@ -170,21 +168,11 @@ class UReasonVLMJudge(Judge):
                             rationale="image meets the criterion" if yes else "image does not meet the criterion",
                             raw=output, **base)
 
-    async def aclose(self) -> None:
-        await self.endpoint.aclose()
 
-
-class UReasonReasoningJudge(Judge):
+class UReasonReasoningJudge(ModelJudge):
     id = "ureason-reasoning"
     version = "1"
-
-    def __init__(self, endpoint: EndpointConfig, cache_path: str | None = None):
-        self.config = endpoint
-        self.endpoint = Endpoint(endpoint)
-        self.cache = JudgeCache(cache_path)
-
-    def describe(self) -> dict[str, Any]:
-        return {"id": self.id, "version": self.version, "model": self.config.model, "prompt_hash": TEXT_HASH}
+    prompt_hash = TEXT_HASH
 
     async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
         base = dict(judge_model=self.config.model, prompt_hash=TEXT_HASH)
@@ -210,9 +198,6 @@ class UReasonReasoningJudge(Judge):
         return self.verdict(episode, score=float(yes), correct=yes, extracted=thought[:2000],
                             rationale="reasoning covers the criterion" if yes else "reasoning misses the criterion",
                             raw=output, **base)
-
-    async def aclose(self) -> None:
-        await self.endpoint.aclose()
 
 
 def _endpoint(model: str, base_url: str, api_key_env: str | None, timeout: float, max_retries: int,

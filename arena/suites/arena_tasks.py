@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from pydantic import ValidationError
 
@@ -61,26 +61,36 @@ def check_paths(task: Task, root: Path, where: str) -> None:
             raise DatasetError(str(exc)) from None
 
 
-def load_task_file(path: Path, root: Path) -> list[Task]:
+def collect_tasks(path: Path, root: Path, to_task: Callable[[Any, str], Task]) -> list[Task]:
+    """Tasks from every record of a file, with unique ids and paths inside `root`; errors name file and line."""
     tasks, seen = [], set()
     for lineno, record in iter_records(path):
         where = f"{path}:{lineno}"
-        if not isinstance(record, dict):
-            raise DatasetError(f"{where}: a task must be a JSON object")
-        record = dict(record)
-        record.setdefault("id", content_id(record))
-        try:
-            task = Task.model_validate(record)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"])
-            raise DatasetError(f"{where}: field {field}: {err['msg']}") from None
+        task = to_task(record, where)
         if task.id in seen:
             raise DatasetError(f"{where}: field id: duplicate task id {task.id!r}")
         seen.add(task.id)
         check_paths(task, root, where)
         tasks.append(task)
     return tasks
+
+
+def record_to_task(record: Any, where: str) -> Task:
+    """An arena Task record; its id defaults to a hash of its content."""
+    if not isinstance(record, dict):
+        raise DatasetError(f"{where}: a task must be a JSON object")
+    record = dict(record)
+    record.setdefault("id", content_id(record))
+    try:
+        return Task.model_validate(record)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise DatasetError(f"{where}: field {field}: {err['msg']}") from None
+
+
+def load_task_file(path: Path, root: Path) -> list[Task]:
+    return collect_tasks(path, root, record_to_task)
 
 
 def _is_task_file(path: Path) -> bool:

@@ -27,7 +27,7 @@ from typing import Any, Iterable
 from arena.dataset import Dataset, DatasetError, register_loader
 from arena.task import Task
 
-from .arena_tasks import check_paths, first_record, iter_records
+from .arena_tasks import collect_tasks, content_id, first_record
 
 PROPERTIES = ("subject_number", "subject", "spatial_relation", "object_color", "object")
 NUMBERS = ("one", "two")
@@ -272,9 +272,8 @@ def _find_image(root: Path, stem: str) -> str | None:
 
 def load_items(path: Path, root: Path) -> list[Task]:
     file_tokens = [t for t in re.split(r"[^a-z0-9]+", path.stem.lower()) if t]
-    tasks, seen = [], set()
-    for lineno, item in iter_records(path):
-        where = f"{path}:{lineno}"
+
+    def to_task(item: Any, where: str) -> Task:
         if not isinstance(item, dict):
             raise DatasetError(f"{where}: an item must be a JSON object")
         stems = item.get("context_image")
@@ -305,16 +304,12 @@ def load_items(path: Path, root: Path) -> list[Task]:
         else:
             operation = _item_operation(item, file_tokens) or infer_operation(states, answer) or "unknown"
             setting = _item_setting(item, file_tokens) or infer_setting(states)
-        task_id = str(item["id"]) if item.get("id") is not None else f"{path.stem}-{lineno}"
-        if task_id in seen:
-            raise DatasetError(f"{where}: field id: duplicate task id {task_id!r}")
-        seen.add(task_id)
+        task_id = str(item["id"]) if item.get("id") is not None else content_id(item, "carv")
         extra = {k: v for k, v in item.items() if k not in ("context_image", "label")}
-        task = carv_task(task_id, images, states, answer, operation, setting,
+        return carv_task(task_id, images, states, answer, operation, setting,
                          {"source_item": extra} if extra else None)
-        check_paths(task, root, where)
-        tasks.append(task)
-    return tasks
+
+    return collect_tasks(path, root, to_task)
 
 
 def _is_carv_file(path: Path) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 from arena.dataset import Dataset, DatasetError, register_loader
 from arena.task import Task
 
-from .arena_tasks import check_paths, content_id, first_record, iter_records
+from .arena_tasks import collect_tasks, content_id, first_record
 
 
 def _question(prompt: Any, where: str) -> str:
@@ -77,16 +77,7 @@ def item_to_task(item: dict[str, Any], where: str, reward_fn: list[str]) -> Task
 
 
 def load_annotation(path: Path, root: Path, reward_fn: list[str]) -> list[Task]:
-    tasks, seen = [], set()
-    for lineno, item in iter_records(path):
-        where = f"{path}:{lineno}"
-        task = item_to_task(item, where, reward_fn)
-        if task.id in seen:
-            raise DatasetError(f"{where}: field id: duplicate task id {task.id!r}")
-        seen.add(task.id)
-        check_paths(task, root, where)
-        tasks.append(task)
-    return tasks
+    return collect_tasks(path, root, lambda item, where: item_to_task(item, where, reward_fn))
 
 
 def _is_annotation(path: Path) -> bool:

@@ -37,6 +37,11 @@ class Reply:
 Responder = Callable[[dict[str, Any]], "Reply | str"]
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256
+    daemon_threads = True
+
+
 def completion_body(reply: Reply, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.reasoning is not None:
@@ -107,8 +112,7 @@ class OpenAIStub:
                     return
                 self._send(200, reply.body or completion_body(reply, request.get("model", "stub")))
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server((host, port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -163,7 +167,6 @@ if __name__ == "__main__":
     parser.add_argument("--delay", type=float, default=0.0)
     args = parser.parse_args()
     server = OpenAIStub(bench_responder(args.delay))
-    server._server.request_queue_size = 256
     print(server.base_url, flush=True)
     sys.stdout.flush()
     server._server.serve_forever()

@@ -67,9 +67,14 @@ def execute_with_progress(config, force: bool = False):
 
 
 def print_result(result) -> None:
-    from runs.table import summary_table
+    from runs.table import suite_headlines, summary_table
 
     console.print(summary_table(result.summary, title=f"{result.run_id} (judge: {result.summary['judge']})"))
+    headlines = suite_headlines(result.summary)
+    for line in headlines:
+        console.print(line, markup=False)
+    if headlines:
+        console.print(f"all suite figures: arena report {result.run_dir}")
     console.print(f"run directory: {result.run_dir}")
 
 

@@ -34,3 +34,18 @@ def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
                       _fmt(g["avg_tool_calls"]), _fmt(g["avg_rounds"]), _fmt(g["tool_utilisation"]),
                       str(g["invalid_calls"]), finish)
     return table
+
+
+def suite_headlines(summary: dict[str, Any], limit: int = 8) -> list[str]:
+    """One line per group and suite with its headline figures (top-level and `overall.*`)."""
+    from .report import flatten
+
+    lines = []
+    for g in summary.get("groups", []):
+        for suite, figures in g.get("suites", {}).items():
+            flat = flatten(figures)
+            head = [(k, v) for k, v in flat.items() if "." not in k or k.startswith("overall.")]
+            shown = ", ".join(f"{k.removeprefix('overall.')}={_fmt(v)}" for k, v in head[:limit])
+            if shown:
+                lines.append(f"{g['agent']} · {g['setting']} · N={g['max_rounds']} · {suite}: {shown}")
+    return lines

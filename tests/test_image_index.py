@@ -7,7 +7,7 @@ import pytest
 
 from arena.blobs import BlobStore
 from arena.context_image import ContextImage
-from arena.dataset import load_datasets
+from arena.dataset import DatasetError, load_datasets
 from arena.images import open_image
 from arena.tool import ToolContext, ToolOptions
 from arena.world import WORLD_BUILDERS
@@ -86,3 +86,15 @@ def test_image_search_tool_uses_the_index_on_a_crop(world, tmp_path):
     assert result.data["mode"] == "index" and len(result.images) == len(result.data["hits"])
     stored = asyncio.run(ImageSearchTool(ToolOptions(image_search="stored"))({"img_idx": 0}, ctx))
     assert anchor["name"] not in stored.text and stored.text.startswith("Title 1: ")
+
+
+def test_a_manifest_path_leaving_the_world_is_refused(world, tmp_path):
+    copy = tmp_path / "evil"
+    shutil.copytree(world, copy, ignore=shutil.ignore_patterns(".cache"))
+    manifest = copy / "images" / "index.jsonl"
+    lines = manifest.read_text().splitlines()
+    entry = json.loads(lines[0])
+    entry["thumbnail"] = "../../../etc/passwd"
+    manifest.write_text("\n".join([json.dumps(entry)] + lines[1:]) + "\n")
+    with pytest.raises(DatasetError, match="index.jsonl:1: .*escapes"):
+        ReverseImageIndex.load(copy)

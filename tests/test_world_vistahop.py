@@ -1,4 +1,7 @@
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,7 +34,11 @@ def tasks_of(world: Path) -> list[dict]:
 
 
 def test_same_seed_gives_byte_identical_world(world, tmp_path):
-    again = build(tmp_path / "again")
+    code = (f"from pathlib import Path; import arena.worlds; from arena.world import WORLD_BUILDERS; "
+            f"WORLD_BUILDERS['vistahop-mini'](Path({str(tmp_path / 'again')!r}), seed={SEED}, size='tiny')")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=Path(__file__).resolve().parents[1])
+    again = tmp_path / "again"
     for name in ("tasks.jsonl", "vistaarena/annotations.jsonl", "corpus/docs.jsonl", "images/index.jsonl",
                  "images/scenes.jsonl", "graph/entities.jsonl"):
         assert (again / name).read_bytes() == (world / name).read_bytes(), name
@@ -156,3 +163,18 @@ def test_builder_refuses_to_overwrite_a_directory_that_is_not_a_world(tmp_path):
     assert (precious / "notes.txt").read_text() == "keep me"
     with pytest.raises(WorldBuildError, match="unknown size"):
         build(tmp_path / "x", size="huge")
+
+
+def test_text_falls_back_to_pillows_bundled_font(monkeypatch):
+    from arena.worlds.vistahop import drawing
+
+    monkeypatch.setattr(drawing, "FONT_CANDIDATES", ("/nonexistent/DejaVuSans-Bold.ttf",))
+    drawing.font_source.cache_clear()
+    drawing.font.cache_clear()
+    try:
+        assert drawing.font_source() == "pillow-default"
+        left, top, right, bottom = drawing.text_box("Quenmoor Works", 18)
+        assert right - left > 50 and 8 <= bottom - top <= 24
+    finally:
+        drawing.font_source.cache_clear()
+        drawing.font.cache_clear()

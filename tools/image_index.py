@@ -38,7 +38,7 @@ from pydantic import BaseModel, ValidationError
 
 from arena.dataset import DatasetError
 from arena.images import open_image
-from arena.paths import resolve_inside
+from arena.paths import PathEscapeError, resolve_inside
 
 MANIFEST = "images/index.jsonl"
 CACHE_DIR = ".cache/image_index"
@@ -192,7 +192,7 @@ class ReverseImageIndex:
     def search(self, image: Image.Image, k: int = 5) -> list[ImageHit]:
         """The `k` best-matching distinct pages (title + URL), best first.
 
-        The query is also compared through centred crops of itself (80, 65 and 50 %),
+        The query is also compared through centred crops of itself (93, 80, 65 and 50 %),
         so a loose crop around an anchor still meets the anchor's own entry.
         """
         if not self.entries:
@@ -231,14 +231,19 @@ def _centred_views(image: Image.Image) -> list[Image.Image]:
 
 
 def _read_manifest(path: Path, raw: bytes) -> list[IndexEntry]:
+    """Entries of the manifest; a malformed line or a path leaving the world is an error naming the line."""
+    world = path.parent.parent
     entries = []
     for lineno, line in enumerate(raw.decode("utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
-            entries.append(IndexEntry.model_validate(json.loads(line)))
-        except (json.JSONDecodeError, ValidationError) as exc:
+            entry = IndexEntry.model_validate(json.loads(line))
+            for field in ("thumbnail", "source"):
+                resolve_inside(world, getattr(entry, field), where=f"{path}:{lineno}: field {field}")
+        except (json.JSONDecodeError, ValidationError, PathEscapeError) as exc:
             raise DatasetError(f"{path}:{lineno}: bad image index entry ({exc})") from None
+        entries.append(entry)
     return entries
 
 

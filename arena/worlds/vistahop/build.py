@@ -198,7 +198,7 @@ def _scene_plans(profile: Profile, rng: random.Random) -> list[list[tuple[str, A
     return scenes
 
 
-def _anchor_specs(graph: KnowledgeGraph, entities: list[Entity], rng: random.Random) -> list[AnchorSpec]:
+def _anchor_specs(entities: list[Entity], rng: random.Random) -> list[AnchorSpec]:
     colours = rng.sample(sorted(ANCHOR_COLOURS), len(entities))
     return [AnchorSpec(entity=e.id, name=e.name, etype=e.etype, kind=rng.choice(ANCHOR_KINDS[e.etype]),
                        colour=colour, font_size=rng.randint(16, 20)) for e, colour in zip(entities, colours)]
@@ -225,7 +225,7 @@ def _compose_scene(graph: KnowledgeGraph, planner: _Planner, group: list[tuple[s
             entities.append(candidate)
     last: Exception | None = None
     for _ in range(8):
-        specs = _anchor_specs(graph, entities, rng)
+        specs = _anchor_specs(entities, rng)
         try:
             scene = layout_scene(scene_id, number, rng.randrange(len(SCENARIOS)), specs, rng)
             return scene, drafts

@@ -81,7 +81,7 @@ RELATIONS: tuple[Relation, ...] = (
     Relation("mentor", PERSON, PERSON, "associative", "Mentor",
              "{S} trained under the mentor {o}.", "the mentor of {x}", "mentor"),
     Relation("member_of", PERSON, BODY, "member-collection", "Member of",
-             "{S} is a sworn member of {o}.", "the body of which {x} is a sworn member", "sworn member"),
+             "{S} is a sworn member of {o}.", "the body holding the sworn membership of {x}", "sworn member"),
     Relation("successor", PERSON, PERSON, "temporal", "Successor",
              "{S} was succeeded in office by {o}.", "the successor in office of {x}", "succeeded office"),
     Relation("maker", PRODUCT, COMPANY, "associative", "Manufacturer",
@@ -118,7 +118,7 @@ RELATIONS: tuple[Relation, ...] = (
     Relation("symbol_designer", SYMBOL, PERSON, "attributive", "Designer",
              "The {s} was drawn by the artist {o}.", "the artist who drew {x}", "drawn artist"),
     Relation("first_raised", SYMBOL, CITY, "spatial", "First raised in",
-             "The {s} was first raised in {o}.", "the city where {x} was first raised", "first raised"),
+             "The {s} was first raised in {o}.", "the city that first raised {x}", "first raised"),
 )
 
 ATTRIBUTES: tuple[Attribute, ...] = (

@@ -196,6 +196,9 @@ def world_build(name: str, out: Optional[Path] = typer.Option(None, help="Output
     target = out or Path("worlds") / f"{name}-{size}"
     started = time.perf_counter()
     path = WORLD_BUILDERS[name](target, seed=seed, size=size)
+    from tools.image_index import ReverseImageIndex
+
+    ReverseImageIndex.for_world(path)
     info = read_world(path)
     console.print(f"built {info.name} ({info.size}, seed {info.seed}) in {time.perf_counter() - started:.1f} s "
                   f"at {path}: {json.dumps(info.counts)}")
@@ -206,11 +209,16 @@ def world_check(path: Path, out: Path = typer.Option(Path("logs"), help="Where t
                 concurrency: int = typer.Option(4)) -> None:
     """Validate a world: oracle solves every task, baselines stay near zero, no answer leaks."""
     from runs.runner import load_plugins
-    from runs.world_check import check_world
+    from runs.world_check import check_world, report_lines
 
     load_plugins()
     report = check_world(path, out, concurrency=concurrency)
-    console.print_json(report.model_dump_json())
+    target = Path(out) / f"world-check-{report.name}-{report.size}-{report.content_hash[:10]}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(report.model_dump_json(indent=2) + "\n")
+    for line in report_lines(report):
+        console.print(line, markup=False)
+    console.print(f"full report: {target}")
     if not report.ok:
         raise typer.Exit(1)
 

@@ -106,7 +106,11 @@ class Judges:
             options = {k: v for k, v in self.options.items() if k in params} if self.name == AUTO else dict(self.options)
             if "cache_path" in params and "cache_path" not in options:
                 options["cache_path"] = str(self.cache_path)
-            self._built[judge_id] = call_with_options(factory, options, f"judge {judge_id!r}")
+            try:
+                self._built[judge_id] = call_with_options(factory, options, f"judge {judge_id!r}")
+            except ValueError as exc:
+                raise ValueError(f"{exc} (the run needs judge {judge_id!r}: give its endpoint with --judge-model and "
+                                 "--judge-base-url, or pick another judge with --judge)") from None
         return self._built[judge_id]
 
     def describe(self) -> dict[str, Any]:

@@ -70,15 +70,19 @@ class RunData:
         return {t.id: t for d in datasets for t in d.tasks}
 
     def find(self, ref: str) -> Episode:
-        """An episode by id, id prefix, or key."""
+        """An episode by id, id prefix, key, or task id (when that task has one episode)."""
         matches = [e for e in self.episodes if e.id == ref or e.key == ref]
         if not matches:
             matches = [e for e in self.episodes if e.id.startswith(ref)]
         if not matches:
             matches = [e for e in self.store.all_episodes() if e.id == ref or e.id.startswith(ref)]
+        if not matches:
+            matches = [e for e in self.episodes if e.task.id == ref]
         if len(matches) != 1:
             what = "no episode" if not matches else f"{len(matches)} episodes"
-            raise ValueError(f"{self.store.episodes_path}: {what} match {ref!r} (give an episode id, id prefix or key)")
+            keys = "".join(f"\n  {e.key}" for e in matches[:20])
+            raise ValueError(f"{self.store.episodes_path}: {what} match {ref!r} (give an episode id, id prefix, "
+                             f"key or task id){keys}")
         return matches[0]
 
 

@@ -22,6 +22,7 @@ from .plot import sweep_png
 from .prefix import model_call_counts
 from .rejudge import agreements
 from .rundata import RunData
+from .table import fmt
 
 
 @dataclass
@@ -43,14 +44,6 @@ class Table:
         body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in self.rows)
         return (f"<h2>{html.escape(self.title)}</h2><table><thead><tr>{head}</tr></thead>"
                 f"<tbody>{body}</tbody></table>")
-
-
-def fmt(value: Any, digits: int = 2) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
 
 
 def pass1_cell(group: dict[str, Any]) -> str:

@@ -7,7 +7,8 @@ from typing import Any
 from rich.table import Table
 
 
-def _fmt(value: Any, digits: int = 2) -> str:
+def fmt(value: Any, digits: int = 2) -> str:
+    """A figure for a table: fixed decimals for floats, a dash for a missing value."""
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -24,14 +25,14 @@ def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
                           ("finish", "left")]:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for g in summary.get("groups", []):
-        pass1 = _fmt(g["pass1"])
+        pass1 = fmt(g["pass1"])
         if g.get("repeats", 1) > 1:
-            pass1 += f" ± {_fmt(g['pass1_std'])}"
+            pass1 += f" ± {fmt(g['pass1_std'])}"
         levels = g.get("levels", {})
         finish = " ".join(f"{k}:{v}" for k, v in g.get("finish_reasons", {}).items())
         table.add_row(g["agent"], g["setting"], str(g["max_rounds"]), str(g["episodes"]), pass1,
-                      _fmt(levels.get("L1")), _fmt(levels.get("L2")), _fmt(levels.get("L3")),
-                      _fmt(g["avg_tool_calls"]), _fmt(g["avg_rounds"]), _fmt(g["tool_utilisation"]),
+                      fmt(levels.get("L1")), fmt(levels.get("L2")), fmt(levels.get("L3")),
+                      fmt(g["avg_tool_calls"]), fmt(g["avg_rounds"]), fmt(g["tool_utilisation"]),
                       str(g["invalid_calls"]), finish)
     return table
 
@@ -45,7 +46,7 @@ def suite_headlines(summary: dict[str, Any], limit: int = 8) -> list[str]:
         for suite, figures in g.get("suites", {}).items():
             flat = flatten(figures)
             head = [(k, v) for k, v in flat.items() if "." not in k or k.startswith("overall.")]
-            shown = ", ".join(f"{k.removeprefix('overall.')}={_fmt(v)}" for k, v in head[:limit])
+            shown = ", ".join(f"{k.removeprefix('overall.')}={fmt(v)}" for k, v in head[:limit])
             if shown:
                 lines.append(f"{g['agent']} · {g['setting']} · N={g['max_rounds']} · {suite}: {shown}")
     return lines

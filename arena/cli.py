@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import inspect
 import json
 from pathlib import Path
 from typing import Any, Optional
@@ -76,85 +75,6 @@ def print_result(result) -> None:
     if headlines:
         console.print(f"all suite figures: arena report {result.run_dir}")
     console.print(f"run directory: {result.run_dir}")
-
-
-@app.command()
-def run(
-    data: Path = typer.Option(..., "--data", help="Task file (arena JSONL, VistaArena JSON/JSONL), datasets.json, or world dir."),
-    root: Optional[Path] = typer.Option(None, help="Dataset root for relative paths (default: the file's directory)."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="Force a loader (world, tasks, vistaarena, ...)."),
-    corpus: Optional[Path] = typer.Option(None, help="Corpus directory (docs.jsonl) for offline text search."),
-    agent: str = typer.Option("openai", help="Agent: openai, scripted, smolagents, oracle, direct, text-only, ..."),
-    model: Optional[str] = typer.Option(None, help="Model name at the endpoint."),
-    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1."),
-    api_key_env: Optional[str] = typer.Option(None, help="Environment variable holding the API key (never stored)."),
-    tool_mode: str = typer.Option("xml", help="xml (Qwen/Hermes <tool_call>, VistaArena) or native (tools= API)."),
-    temperature: float = typer.Option(0.7, help="Sampling temperature of the agent (paper: 0.7)."),
-    max_tokens: Optional[int] = typer.Option(None, help="Max completion tokens per turn."),
-    timeout: float = typer.Option(120.0, help="Per-request timeout in seconds."),
-    image_max_pixels: int = typer.Option(1280 * 28 * 28, help="max_pixels of smart_resize for images sent to the model."),
-    script: Optional[Path] = typer.Option(None, help="Action script (JSON/YAML) for --agent scripted."),
-    agent_option: list[str] = typer.Option([], help="Extra agent option key=value (JSON values allowed)."),
-    setting: list[str] = typer.Option(["search+crop"], help="no-tool, search, search+crop, or tools joined by +."),
-    max_rounds: list[str] = typer.Option(["10"], help="Round budget(s), e.g. 10 or 6,8,10."),
-    repeats: int = typer.Option(1, help="Repeats per task (paper: 5)."),
-    seed: int = typer.Option(0),
-    concurrency: int = typer.Option(8, help="Episodes in flight."),
-    judge: str = typer.Option("auto", help="auto (each task's judge), normalized, mcq, llm, ..."),
-    judge_model: Optional[str] = typer.Option(None),
-    judge_base_url: Optional[str] = typer.Option(None),
-    judge_api_key_env: Optional[str] = typer.Option(None),
-    judge_with_image: bool = typer.Option(False, help="Attach the task image to LLM judge calls."),
-    top_k: int = typer.Option(3, help="Text search results per call (paper: 3)."),
-    bbox_coords: str = typer.Option("relative", help="Crop box coordinates: relative (0-1000) or pixel."),
-    image_search: str = typer.Option("auto", help="Reverse image search: auto, stored, index; or web (text-to-image lookup on the live web)."),
-    web: str = typer.Option("offline", help="offline (world/corpus), live, record, replay or refresh (cassettes)."),
-    cassette: Optional[Path] = typer.Option(None, help="Cassette file for --web record/replay/refresh."),
-    tool_option: list[str] = typer.Option([], help="Extra tool option key=value."),
-    final_answer_turn: bool = typer.Option(True, help="Ask for an answer when the budget runs out (original: off)."),
-    stop_on_invalid: bool = typer.Option(False, help="End an episode at a malformed call (original behaviour)."),
-    show_budget: bool = typer.Option(False, help="Tell the agent its round budget in the system prompt."),
-    limit: Optional[int] = typer.Option(None, help="Only the first N tasks."),
-    task: list[str] = typer.Option([], help="Only these task ids."),
-    run_id: Optional[str] = typer.Option(None, help="Run id (default: derived from data, agent and grid)."),
-    out: Path = typer.Option(Path("logs"), help="Directory of run directories."),
-    force: bool = typer.Option(False, help="Continue a run whose configuration changed."),
-) -> None:
-    """Run (or resume) an evaluation: tasks x settings x budgets x repeats."""
-    from arena.agent import AGENTS
-    from arena.budget import Budget
-    from arena.tool import ToolOptions
-    from runs.config import RunConfig
-    from runs.runner import load_plugins
-
-    load_plugins()
-    if agent not in AGENTS:
-        _fail(f"unknown agent {agent!r}; known: {', '.join(sorted(AGENTS))}")
-    offered = {"model": model, "base_url": base_url, "api_key_env": api_key_env, "tool_mode": tool_mode,
-               "temperature": temperature, "max_tokens": max_tokens, "timeout": timeout,
-               "image_max_pixels": image_max_pixels, "script": str(script) if script else None}
-    params = inspect.signature(AGENTS[agent]).parameters
-    agent_options = {k: v for k, v in offered.items() if k in params and v is not None}
-    agent_options.update(_parse_kv(agent_option, "--agent-option"))
-    judge_options = {k: v for k, v in {"model": judge_model, "base_url": judge_base_url,
-                                       "api_key_env": judge_api_key_env,
-                                       "with_image": judge_with_image or None}.items() if v is not None}
-    try:
-        config = RunConfig(
-            data=str(data), root=str(root) if root else None, fmt=fmt, corpus=str(corpus) if corpus else None,
-            agent=agent, agent_options=agent_options, settings=_split(setting),
-            max_rounds=[int(n) for n in _split(max_rounds)], repeats=repeats, seed=seed, concurrency=concurrency,
-            judge=judge, judge_options=judge_options,
-            tool_options=ToolOptions(top_k=top_k, bbox_coords=bbox_coords, image_search=image_search, web=web,
-                                     cassette=str(cassette) if cassette else None,
-                                     **_parse_kv(tool_option, "--tool-option")),
-            budget=Budget(final_answer_turn=final_answer_turn, on_invalid="stop" if stop_on_invalid else "observe"),
-            show_budget=show_budget, limit=limit, task_ids=task or None, run_id=run_id, out=str(out),
-        )
-        result = execute_with_progress(config, force=force)
-    except (ValueError, RuntimeError, OSError) as exc:
-        _fail(str(exc))
-    print_result(result)
 
 
 @app.command()

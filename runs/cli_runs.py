@@ -54,24 +54,30 @@ def endpoint_limits(max_parallel: Optional[int], rpm: Optional[float], per_endpo
     return limits
 
 
-@app.command()
-def sweep(
-    data: Path = typer.Option(..., "--data", help="Task file, datasets.json, or world dir."),
-    root: Optional[Path] = typer.Option(None, help="Dataset root for relative paths."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="Force a loader."),
+@app.command("run")
+@app.command("sweep")
+def run_grid(
+    data: Path = typer.Option(..., "--data", help="Task file (arena JSONL, VistaArena JSON/JSONL), datasets.json, "
+                              "or world dir."),
+    root: Optional[Path] = typer.Option(None, help="Dataset root for relative paths (default: the file's directory)."),
+    fmt: Optional[str] = typer.Option(None, "--format", help="Force a loader (world, tasks, vistaarena, ...)."),
     corpus: Optional[Path] = typer.Option(None, help="Corpus directory (docs.jsonl) for offline text search."),
-    agent: list[str] = typer.Option(["openai"], help="Agent(s), e.g. openai or scripted,openai."),
-    model: list[str] = typer.Option([], help="Model(s) for agents that take one, e.g. m1,m2."),
-    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL."),
-    api_key_env: Optional[str] = typer.Option(None, help="Environment variable holding the API key."),
-    tool_mode: str = typer.Option("xml", help="xml or native."),
-    temperature: float = typer.Option(0.7, help="Sampling temperature of the agent."),
+    agent: list[str] = typer.Option(["openai"], help="Agent(s): openai, scripted, smolagents, oracle, direct, "
+                                    "text-only, ... (several: scripted,openai)."),
+    model: list[str] = typer.Option([], help="Model(s) at the endpoint, for agents that take one (several: m1,m2)."),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1."),
+    api_key_env: Optional[str] = typer.Option(None, help="Environment variable holding the API key (never stored)."),
+    tool_mode: str = typer.Option("xml", help="xml (Qwen/Hermes <tool_call>, VistaArena) or native (tools= API)."),
+    temperature: float = typer.Option(0.7, help="Sampling temperature of the agent (paper: 0.7)."),
     max_tokens: Optional[int] = typer.Option(None, help="Max completion tokens per turn."),
     timeout: float = typer.Option(120.0, help="Per-request timeout in seconds."),
-    script: Optional[Path] = typer.Option(None, help="Action script for --agent scripted."),
-    agent_option: list[str] = typer.Option([], help="Extra agent option key=value (every agent)."),
-    setting: list[str] = typer.Option(["search+crop"], help="Settings, e.g. no-tool,search,search+crop."),
-    max_rounds: list[str] = typer.Option(["6,8,10,12,14"], help="Round budgets, e.g. 6,8,10,12,14."),
+    image_max_pixels: int = typer.Option(1280 * 28 * 28, help="max_pixels of smart_resize for images sent to the "
+                                         "model."),
+    script: Optional[Path] = typer.Option(None, help="Action script (JSON/YAML) for --agent scripted."),
+    agent_option: list[str] = typer.Option([], help="Extra agent option key=value, JSON values allowed (every agent)."),
+    setting: list[str] = typer.Option(["search+crop"], help="no-tool, search, search+crop, or tools joined by + "
+                                      "(several: no-tool,search)."),
+    max_rounds: list[str] = typer.Option(["10"], help="Round budget(s), e.g. 10 or 6,8,10,12,14."),
     repeats: int = typer.Option(1, help="Repeats per task (paper: 5)."),
     prefix_sharing: Optional[bool] = typer.Option(
         None, "--prefix-sharing/--no-prefix-sharing",
@@ -88,11 +94,16 @@ def sweep(
     judge_model: Optional[str] = typer.Option(None),
     judge_base_url: Optional[str] = typer.Option(None),
     judge_api_key_env: Optional[str] = typer.Option(None),
-    top_k: int = typer.Option(3, help="Text search results per call."),
-    bbox_coords: str = typer.Option("relative", help="relative (0-1000) or pixel."),
-    image_search: str = typer.Option("auto", help="auto, stored, index."),
+    judge_with_image: bool = typer.Option(False, help="Attach the task image to LLM judge calls."),
+    top_k: int = typer.Option(3, help="Text search results per call (paper: 3)."),
+    bbox_coords: str = typer.Option("relative", help="Crop box coordinates: relative (0-1000) or pixel."),
+    image_search: str = typer.Option("auto", help="Reverse image search: auto, stored, index; or web (text-to-image "
+                                     "lookup on the live web)."),
+    web: str = typer.Option("offline", help="offline (world/corpus), live, record, replay or refresh (cassettes)."),
+    cassette: Optional[Path] = typer.Option(None, help="Cassette file (default with --web: <run>/cassettes.sqlite)."),
     tool_option: list[str] = typer.Option([], help="Extra tool option key=value."),
-    final_answer_turn: bool = typer.Option(True, help="Ask for an answer when the budget runs out."),
+    final_answer_turn: bool = typer.Option(True, help="Ask for an answer when the budget runs out (original: off)."),
+    stop_on_invalid: bool = typer.Option(False, help="End an episode at a malformed call (original behaviour)."),
     show_budget: bool = typer.Option(False, help="Tell the agent its round budget (turns prefix sharing off)."),
     limit: Optional[int] = typer.Option(None, help="Only the first N tasks."),
     task: list[str] = typer.Option([], help="Only these task ids."),
@@ -100,7 +111,8 @@ def sweep(
     out: Path = typer.Option(Path("logs"), help="Directory of run directories."),
     force: bool = typer.Option(False, help="Continue a run whose configuration changed."),
 ) -> None:
-    """Sweep budgets, settings, agents/models and repeats in one run directory (resumable)."""
+    """Run (or resume) an evaluation grid in one run directory: tasks x settings x budgets x repeats x
+    agents/models. `run` and `sweep` are the same command."""
     from arena.budget import Budget
     from arena.tool import ToolOptions
     from runs.config import RunConfig
@@ -108,10 +120,12 @@ def sweep(
 
     load_plugins()
     offered = {"base_url": base_url, "api_key_env": api_key_env, "tool_mode": tool_mode, "temperature": temperature,
-               "max_tokens": max_tokens, "timeout": timeout, "script": str(script) if script else None}
+               "max_tokens": max_tokens, "timeout": timeout, "image_max_pixels": image_max_pixels,
+               "script": str(script) if script else None}
     choices = agent_choices(_split(agent), _split(model), offered, _parse_kv(agent_option, "--agent-option"))
     judge_options = {k: v for k, v in {"model": judge_model, "base_url": judge_base_url,
-                                       "api_key_env": judge_api_key_env}.items() if v is not None}
+                                       "api_key_env": judge_api_key_env,
+                                       "with_image": judge_with_image or None}.items() if v is not None}
     if backend not in ("asyncio", "ray"):
         _fail(f"--backend must be asyncio or ray, got {backend!r}")
     try:
@@ -123,9 +137,11 @@ def sweep(
             ray_address=ray_address, ray_workers=ray_workers,
             endpoint_limits=endpoint_limits(max_parallel, rpm, endpoint_limit),
             judge=judge, judge_options=judge_options,
-            tool_options=ToolOptions(top_k=top_k, bbox_coords=bbox_coords, image_search=image_search,
+            tool_options=ToolOptions(top_k=top_k, bbox_coords=bbox_coords, image_search=image_search, web=web,
+                                     cassette=str(cassette) if cassette else None,
                                      **_parse_kv(tool_option, "--tool-option")),
-            budget=Budget(final_answer_turn=final_answer_turn), show_budget=show_budget, limit=limit,
+            budget=Budget(final_answer_turn=final_answer_turn, on_invalid="stop" if stop_on_invalid else "observe"),
+            show_budget=show_budget, limit=limit,
             task_ids=task or None, run_id=run_id, out=str(out),
         )
         result = execute_with_progress(config, force=force)

@@ -7,6 +7,7 @@ for p in /usr/bin/chromium /usr/lib/chromium/chromium /usr/bin/chromium-browser;
 done
 if command -v apt-get >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null && exit 0
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null && exit 0
 fi
 "${1:-.venv/bin/python}" -m playwright install chromium

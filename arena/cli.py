@@ -74,6 +74,8 @@ def print_result(result) -> None:
         console.print(line, markup=False)
     if headlines:
         console.print(f"all suite figures: arena report {result.run_dir}")
+    for warning in result.summary.get("warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     console.print(f"run directory: {result.run_dir}")
 
 

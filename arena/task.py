@@ -25,7 +25,8 @@ class Task(BaseModel):
 
     `metadata` carries suite-specific extras: stored reverse-image results
     (`image_search`: list of {title, thumbnail}), gold evidence chains, gold tool
-    paths, trajectory frames.
+    paths, trajectory frames; `requires_agent` names the kind of agent whose results
+    on the task mean what the task defines (the runner warns about any other).
     """
 
     id: str

@@ -169,6 +169,23 @@ def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunSto
     return LocalBackend(bench, run_id, store)
 
 
+def agent_warnings(bench: Workbench) -> list[str]:
+    """Tasks that name the kind of agent they need (`metadata.requires_agent`) but are played by another kind."""
+    warnings = []
+    for agent in bench.agents:
+        kind = agent.describe().get("kind", agent.id)
+        needing: dict[str, list[str]] = {}
+        for _, task in bench.pairs:
+            need = task.metadata.get("requires_agent")
+            if need and need != kind:
+                needing.setdefault(need, []).append(task.id)
+        for need, ids in sorted(needing.items()):
+            warnings.append(f"{len(ids)} task(s) (e.g. {ids[0]}) need an agent of kind {need!r}; agent "
+                            f"{agent.id!r} is of kind {kind!r}, so its results on them do not measure what those "
+                            "tasks define")
+    return warnings
+
+
 def default_run_id(bench: Workbench, config: RunConfig) -> str:
     who = bench.agents[0].id if len(bench.agents) == 1 else f"{len(bench.agents)}-agents"
     return f"{slug(bench.datasets[0].name)}-{slug(who)}-{config.grid_fingerprint()[:8]}"
@@ -203,7 +220,7 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             "agent": bench.agents[0].describe(), "agents": [a.describe() for a in bench.agents],
             "datasets": [{"name": d.name, "source": str(d.source), "root": str(d.root), "tasks": len(d.tasks),
                           "world": d.meta.get("world")} for d in bench.datasets],
-            "versions": versions(), "git": git_hash(),
+            "versions": versions(), "git": git_hash(), "warnings": agent_warnings(bench),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         store.open(info, force=force)
@@ -277,6 +294,8 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
         episodes, verdicts = store.episodes(), store.verdicts()
         summary = summarize(episodes, verdicts, judge_name)
         summary.update({"run_id": run_id, "judges": judges.describe(), "model_calls": model_call_counts(episodes)})
+        if info["warnings"]:
+            summary["warnings"] = info["warnings"]
         if config.shares_prefixes():
             summary["prefix_sharing"] = True
         store.write_summary(summary)

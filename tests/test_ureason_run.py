@@ -76,6 +76,21 @@ def test_image_gen_agent_conditions_each_setting_as_ureason_does(tmp_path):
     assert all(v.error and "records no page structure" in v.error for v in images.verdicts)
     assert by_level["guided"].steps[0].output == thought
     assert sorted(v.correct for v in rendered.verdicts) == [True, True, True]
+    assert "warnings" not in rendered.summary and "warnings" not in images.summary
     assert len(paint_requests) == 4
     assert [{"role": "user", "content": f"one {criterion.color} {criterion.shape}"}] == \
         [m[1] for m in paint_requests if m[0]["role"] == "system" and m[1]["content"] != item.question]
+
+
+def test_runs_warn_when_decontext_tasks_are_played_by_another_kind_of_agent(tmp_path):
+    from arena.world import WORLD_BUILDERS
+    from runs.config import RunConfig
+    from runs.runner import run
+
+    world = WORLD_BUILDERS["ureason-mini"](tmp_path / "w", seed=0, size="small")
+    result = run(RunConfig(data=str(world), agent="scripted", agent_options={"script": [{"answer": "x"}]},
+                           settings=["render"], judge="ureason-verify", out=str(tmp_path / "logs"), limit=6))
+    decontext = [t for t in ("decontext",) if any(e.task.level == t for e in result.episodes)]
+    assert decontext, "the first tasks include de-contextualised ones"
+    [warning] = result.summary["warnings"]
+    assert "need an agent of kind 'image_gen'" in warning and "'scripted'" in warning

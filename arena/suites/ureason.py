@@ -58,7 +58,8 @@ def ureason_task(family: str, item_id: str, prompt: str, criterion: str, setting
         raise ValueError(f"setting must be one of {', '.join(SETTINGS)}, got {setting!r}")
     return Task(id=f"{family}-{item_id}-{setting}", suite="ureason", question=prompt, answers=[criterion],
                 kind="image", category=family, level=setting,
-                metadata={"ureason_id": item_id, "family": family, "setting": setting, **(metadata or {})},
+                metadata={"ureason_id": item_id, "family": family, "setting": setting,
+                          **({"requires_agent": "image_gen"} if setting == "decontext" else {}), **(metadata or {})},
                 judge="ureason-vlm")
 
 

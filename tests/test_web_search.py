@@ -307,3 +307,26 @@ def test_web_search_over_ddgs_retries_then_reports_unreachable_at_once(tmp_path:
 def test_searxng_needs_an_endpoint():
     with pytest.raises(ValueError, match="web_endpoint"):
         SearxngProvider("")
+
+
+def test_tools_of_one_run_share_one_web_backend(tmp_path):
+    import asyncio
+
+    from arena.tool import ToolOptions
+    from tools.image_search import ImageSearchTool
+    from tools.text_search import TextSearchTool
+    from tools.web_search import web_for
+
+    options = ToolOptions(web="record", cassette=str(tmp_path / "c.sqlite"), image_search="web")
+    text, image = TextSearchTool(options), ImageSearchTool(options)
+    other = TextSearchTool(ToolOptions(web="record", cassette=str(tmp_path / "d.sqlite")))
+    assert web_for(text) is web_for(image)
+    assert web_for(other) is not web_for(text)
+
+    async def close():
+        for tool in (text, image, other):
+            await tool.aclose()
+
+    asyncio.run(close())
+    assert web_for(text) is not None
+    asyncio.run(text.aclose())

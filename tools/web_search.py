@@ -539,22 +539,28 @@ async def _none() -> None:
     return None
 
 
+_SHARED: dict[int, tuple[ToolOptions, WebSearch]] = {}
+
+
 def web_for(tool) -> WebSearch:
-    """The WebSearch of a tool instance, built from its options on first use."""
-    web = tool.__dict__.get("_web_search")
-    if web is None:
+    """The WebSearch of a run, built on first use from its tool options and shared by every tool built
+    with those options (one cassette connection, one page fetcher per run and process)."""
+    entry = _SHARED.get(id(tool.options))
+    if entry is None or entry[0] is not tool.options:
         try:
-            web = WebSearch.from_options(tool.options)
+            entry = (tool.options, WebSearch.from_options(tool.options))
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        tool.__dict__["_web_search"] = web
-    return web
+        _SHARED[id(tool.options)] = entry
+    return entry[1]
 
 
 async def close_web_for(tool) -> None:
-    web = tool.__dict__.pop("_web_search", None)
-    if web is not None:
-        await web.aclose()
+    """Close the run's WebSearch (the first tool to close does it; later calls find nothing)."""
+    entry = _SHARED.get(id(tool.options))
+    if entry is not None and entry[0] is tool.options:
+        del _SHARED[id(tool.options)]
+        await entry[1].aclose()
 
 
 def check_web_options(options: ToolOptions) -> None:

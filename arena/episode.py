@@ -142,8 +142,12 @@ class _Run:
             step.observation = Observation(text=text.strip(), images=blob_ids, image_indices=indices,
                                            data=result.data)
         step.tool_seconds = time.perf_counter() - started
+        self.count_call(name)
+
+    def count_call(self, name: str) -> None:
+        """Count one executed call of tool `name`."""
         self.totals.tool_calls += 1
-        self.totals.calls_per_tool[name] = used + 1
+        self.totals.calls_per_tool[name] = self.totals.calls_per_tool.get(name, 0) + 1
 
     def invalid(self, step: Step, message: str) -> None:
         step.error = message
@@ -190,9 +194,7 @@ class _Run:
         if observation.data.get("invalid"):
             self.totals.invalid_calls += 1
             return
-        name = step.tool or ""
-        self.totals.tool_calls += 1
-        self.totals.calls_per_tool[name] = self.totals.calls_per_tool.get(name, 0) + 1
+        self.count_call(step.tool or "")
 
     async def end_episode(self) -> None:
         """Let every tool release its per-episode state; a failure there is logged, never raised."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -11,33 +9,23 @@ import pytest
 from runs.runner import run
 from runs.store import RunStore
 from tests.support.openai_server import OpenAIStub
-from tests.test_sweep_support import comparable, policy, policy_config, write_sweep_dataset
+from tests.test_sweep_support import ConcurrencyProbe, comparable, policy_config, write_sweep_dataset
 
 ray = pytest.importorskip("ray")
 
 
 def test_ray_backend_matches_asyncio(tmp_path: Path) -> None:
     data = write_sweep_dataset(tmp_path / "data", needs=[2, 7])
-    state = {"now": 0, "max": 0}
-    lock = threading.Lock()
+    probe = ConcurrencyProbe(0.01)
 
-    def counted(request):
-        with lock:
-            state["now"] += 1
-            state["max"] = max(state["max"], state["now"])
-        time.sleep(0.01)
-        with lock:
-            state["now"] -= 1
-        return policy(request)
-
-    with OpenAIStub(counted) as server:
+    with OpenAIStub(probe) as server:
         fields = dict(max_rounds=[4, 8], settings=["search+crop", "no-tool"])
         local = run(policy_config(data, server.base_url, tmp_path / "logs", run_id="local", **fields))
-        state["max"] = 0
+        probe.max = 0
         on_ray = run(policy_config(data, server.base_url, tmp_path / "logs", run_id="ray", backend="ray",
                                    ray_workers=2, endpoint_limits={"*": {"max_parallel": 1}}, **fields))
     assert not ray.is_initialized()
-    assert state["max"] == 1
+    assert probe.max == 1
     by_key = {e.key: e for e in local.episodes}
     assert len(on_ray.episodes) == len(local.episodes) == 2 * 2 * 2
     for episode in on_ray.episodes:

@@ -16,7 +16,7 @@ from runs.rundata import load_run
 from runs.runner import run
 from runs.store import RunStoreError
 from tests.support.openai_server import OpenAIStub, Reply
-from tests.test_sweep_support import NEEDS, comparable, policy, policy_config, write_sweep_dataset
+from tests.test_sweep_support import NEEDS, ConcurrencyProbe, comparable, policy, policy_config, write_sweep_dataset
 
 BUDGETS = [6, 8, 10, 12, 14]
 
@@ -139,25 +139,12 @@ def test_show_budget_turns_prefix_sharing_off_by_default(tiny_data: Path) -> Non
 
 
 def test_endpoint_limit_caps_parallel_requests(sweep_data: Path, tmp_path: Path) -> None:
-    import threading
-    import time
+    probe = ConcurrencyProbe(0.02)
 
-    state = {"now": 0, "max": 0}
-    lock = threading.Lock()
-
-    def slow(request):
-        with lock:
-            state["now"] += 1
-            state["max"] = max(state["max"], state["now"])
-        time.sleep(0.02)
-        with lock:
-            state["now"] -= 1
-        return policy(request)
-
-    with OpenAIStub(slow) as server:
+    with OpenAIStub(probe) as server:
         run(policy_config(sweep_data, server.base_url, tmp_path / "logs", max_rounds=[4], concurrency=6,
                           endpoint_limits={server.base_url: {"max_parallel": 2}}))
-    assert 1 <= state["max"] <= 2
+    assert 1 <= probe.max <= 2
 
 
 def test_sliding_window_admits_per_minute() -> None:

@@ -93,3 +93,24 @@ def comparable(episode) -> dict[str, Any]:
 def timeless(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Summary groups without wall-clock figures."""
     return [{k: v for k, v in g.items() if k not in ("avg_seconds",)} for g in summary["groups"]]
+
+
+class ConcurrencyProbe:
+    """A responder that serves `policy` after `delay` seconds and records the most requests in flight at once."""
+
+    def __init__(self, delay: float):
+        import threading
+
+        self.delay, self.now, self.max = delay, 0, 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        import time
+
+        with self._lock:
+            self.now += 1
+            self.max = max(self.max, self.now)
+        time.sleep(self.delay)
+        with self._lock:
+            self.now -= 1
+        return policy(request)

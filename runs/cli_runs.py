@@ -6,7 +6,6 @@ Registered on `arena.cli.app` when imported (arena/cli.py imports this module).
 from __future__ import annotations
 
 import asyncio
-import inspect
 from pathlib import Path
 from typing import Any, Optional
 
@@ -20,17 +19,17 @@ def agent_choices(agents: list[str], models: list[str], offered: dict[str, Any],
     """One AgentChoice per agent, and per model for agents that take a model."""
     from arena.agent import AGENTS
     from runs.config import AgentChoice
+    from runs.runner import accepted_options
 
     choices = []
     for name in agents:
         if name not in AGENTS:
             _fail(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))}")
-        params = inspect.signature(AGENTS[name]).parameters
-        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-        for model in (models if models and ("model" in params or takes_any) else [None]):
-            options = {k: v for k, v in {**offered, "model": model}.items()
-                       if v is not None and (k in params or takes_any)}
-            options.update(extra)
+        factory = AGENTS[name]
+        takes_model = bool(accepted_options(factory, {"model": None}))
+        for model in (models if models and takes_model else [None]):
+            given = {k: v for k, v in {**offered, "model": model}.items() if v is not None}
+            options = {**accepted_options(factory, given), **extra}
             choices.append(AgentChoice(agent=name, options=options))
     return choices
 

@@ -77,12 +77,19 @@ def versions() -> dict[str, str]:
     return out
 
 
+def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:
+    """The options a registered factory takes (all of them when it takes **kwargs)."""
+    params = inspect.signature(factory).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(options)
+    return {k: v for k, v in options.items() if k in params}
+
+
 def call_with_options(factory: Callable[..., Any], options: dict[str, Any], what: str) -> Any:
     """Call a registered factory; unknown options are an error that lists the accepted ones."""
-    params = inspect.signature(factory).parameters
-    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    unknown = [k for k in options if k not in params and not accepts_any]
+    unknown = [k for k in options if k not in accepted_options(factory, options)]
     if unknown:
+        params = inspect.signature(factory).parameters
         raise ValueError(f"{what} does not take option(s) {', '.join(unknown)}; it takes: {', '.join(params)}")
     try:
         return factory(**options)
@@ -102,10 +109,9 @@ class Judges:
             if judge_id not in JUDGES:
                 raise ValueError(f"unknown judge {judge_id!r}; known: {', '.join(sorted(JUDGES))}")
             factory = JUDGES[judge_id]
-            params = inspect.signature(factory).parameters
-            options = {k: v for k, v in self.options.items() if k in params} if self.name == AUTO else dict(self.options)
-            if "cache_path" in params and "cache_path" not in options:
-                options["cache_path"] = str(self.cache_path)
+            options = accepted_options(factory, self.options) if self.name == AUTO else dict(self.options)
+            if "cache_path" not in options:
+                options.update(accepted_options(factory, {"cache_path": str(self.cache_path)}))
             try:
                 self._built[judge_id] = call_with_options(factory, options, f"judge {judge_id!r}")
             except ValueError as exc:

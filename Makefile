@@ -16,7 +16,7 @@ chromium:
 	@bash scripts/ensure-chromium.sh $(PY)
 
 demo: install chromium
-	$(PY) -m arena demo
+	$(VENV)/bin/arena demo
 
 test: install chromium
 	$(PY) -m pytest -q

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from .budget import Budget
+from .discovery import claim
 from .context_image import ContextImage
 from .task import Task
 from .tool import Tool
@@ -88,7 +89,7 @@ def register_agent(name: str):
     """Decorator for an agent factory `factory(**options) -> Agent`."""
 
     def wrap(factory):
-        AGENTS[name] = factory
+        claim(AGENTS, name, factory, "agent")
         return factory
 
     return wrap

@@ -54,7 +54,10 @@ def register_loader(name: str, detect: Callable[[Path], bool]):
     """Decorator: `load(path, root=None) -> list[Dataset]` handles files `detect` accepts."""
 
     def wrap(load: Callable[..., list[Dataset]]):
-        LOADERS.append(Loader(name, detect, load))
+        if any(loader.name == name and loader.load is not load for loader in LOADERS):
+            raise ValueError(f"loader {name!r} registered twice")
+        if all(loader.name != name for loader in LOADERS):
+            LOADERS.append(Loader(name, detect, load))
         return load
 
     return wrap

@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable
 
 from .blobs import BlobStore
+from .discovery import claim
 from .trajectory import Episode
 from .verdict import Verdict
 
@@ -37,7 +38,7 @@ def register_judge(name: str):
     """Decorator for a judge factory `factory(**options) -> Judge`."""
 
     def wrap(factory):
-        JUDGES[name] = factory
+        claim(JUDGES, name, factory, "judge")
         return factory
 
     return wrap

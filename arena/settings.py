@@ -1,24 +1,24 @@
-"""Tool settings: which tools an episode may call (VistaHop's No-Tool / Search / Search+Crop, and more)."""
+"""Tool settings: which tools an episode may call. The core knows only `no-tool`; the tools and
+suites that provide the others declare them (`register_setting`, `register_alias`)."""
 
 from __future__ import annotations
 
-SETTINGS: dict[str, list[str]] = {
-    "no-tool": [],
-    "search": ["text_search_tool", "image_search_tool"],
-    "search+crop": ["text_search_tool", "image_search_tool", "image_zoom_in_tool"],
-    "crop": ["image_zoom_in_tool"],
-}
-
-ALIASES: dict[str, list[str]] = {
-    "text": ["text_search_tool"],
-    "image": ["image_search_tool"],
-    "search": ["text_search_tool", "image_search_tool"],
-    "crop": ["image_zoom_in_tool"],
-}
+SETTINGS: dict[str, list[str]] = {"no-tool": []}
+ALIASES: dict[str, list[str]] = {}
 
 
 def register_setting(name: str, tools: list[str]) -> None:
+    """Declare a named setting; declaring a name twice with other tools is an error."""
+    if name in SETTINGS and SETTINGS[name] != list(tools):
+        raise ValueError(f"setting {name!r} registered twice ({SETTINGS[name]} and {list(tools)})")
     SETTINGS[name] = list(tools)
+
+
+def register_alias(name: str, tools: list[str]) -> None:
+    """Declare a short name usable in `+`-joined settings (`text+crop`); same duplicate rule."""
+    if name in ALIASES and ALIASES[name] != list(tools):
+        raise ValueError(f"setting alias {name!r} registered twice ({ALIASES[name]} and {list(tools)})")
+    ALIASES[name] = list(tools)
 
 
 def tools_for_setting(setting: str, known: set[str]) -> list[str]:

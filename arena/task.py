@@ -10,7 +10,8 @@ TaskKind = Literal["open", "mcq", "boxed", "element_ids", "caption", "image"]
 
 
 def level_for_hops(hops: int | None) -> str | None:
-    """VistaHop difficulty: L1 for H in [1, 5), L2 for [5, 10), L3 for H >= 10."""
+    """Difficulty by evidence hops H (the hop-based split of multi-hop visual search): L1 for H in [1, 5),
+    L2 for [5, 10), L3 for H >= 10."""
     if hops is None or hops < 1:
         return None
     if hops < 5:
@@ -30,7 +31,7 @@ class Task(BaseModel):
     """
 
     id: str
-    suite: str = "vistahop"
+    suite: str = "arena"
     question: str
     images: list[str] = Field(default_factory=list)
     answers: list[str] = Field(default_factory=list)

@@ -11,6 +11,7 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .blobs import BlobStore
+from .discovery import claim
 from .context_image import ContextImage
 from .task import Task
 
@@ -46,16 +47,14 @@ class ToolContext:
 
 
 class ToolOptions(BaseModel):
-    """Run-wide tool settings. Tools read the fields they know; unknown fields are kept for new tools."""
+    """Run-wide tool options (`--tool-option key=value`), shared by every tool of a run.
+
+    The core knows only the per-call timeout; each tool declares the options it reads (with their
+    defaults and checks) in a subclass named by its `Options`, and ignores the others."""
 
     model_config = ConfigDict(extra="allow")
 
-    top_k: int = 3
-    bbox_coords: str = "relative"
-    image_search: str = "auto"
     tool_timeout: float = 60.0
-    web: str = "offline"
-    cassette: str | None = None
 
 
 class Tool(ABC):
@@ -68,9 +67,17 @@ class Tool(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     Args: ClassVar[type[BaseModel]]
+    Options: ClassVar[type[ToolOptions]] = ToolOptions
 
     def __init__(self, options: ToolOptions | None = None):
-        self.options = options or ToolOptions()
+        self.run_options = options or ToolOptions()
+        """The run-wide options object, shared by every tool of the run (its identity marks the run)."""
+        given = self.run_options.model_dump()
+        try:
+            self.options = self.Options.model_validate(given)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
+            raise ValueError(f"tool {self.name}: invalid tool option(s): {problems}") from None
 
     def schema(self) -> dict[str, Any]:
         """OpenAI function-tool schema (also used inside the Hermes `<tools>` block)."""
@@ -105,7 +112,7 @@ class Tool(ABC):
         (with the episode's own `images` list, which identifies the episode)."""
 
     async def aclose(self) -> None:
-        """Release run-wide resources (browsers, indexes)."""
+        """Release run-wide resources (processes, indexes, connections)."""
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -125,9 +132,7 @@ TOOLS: dict[str, type[Tool]] = {}
 
 def register_tool(cls: type[Tool]) -> type[Tool]:
     """Class decorator: make a tool available by its `name`."""
-    if cls.name in TOOLS and TOOLS[cls.name] is not cls:
-        raise ValueError(f"tool {cls.name!r} registered twice")
-    TOOLS[cls.name] = cls
+    claim(TOOLS, cls.name, cls, "tool")
     return cls
 
 

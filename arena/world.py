@@ -6,7 +6,7 @@ Layout of a world directory:
     tasks.jsonl     arena Task records (image paths relative to the world dir)
     corpus/         docs.jsonl (one {id, url, title, text} per line) for text search
     images/         scene images, thumbnails; image index files for reverse search
-    site/           pages served only to the browser tool
+    site/           web pages served only to the tools of the world
     trajectories/   GUI frames
 
 Worlds are built by registered builders (`arena world build NAME`) and are valid
@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import BaseModel, Field
+
+from .discovery import claim
+from .task import Task
 
 WORLD_FILE = "world.json"
 
@@ -28,7 +32,7 @@ WORLD_FILE = "world.json"
 class WorldInfo(BaseModel):
     name: str
     version: str = "1"
-    suite: str = "vistahop"
+    suite: str = "arena"
     seed: int = 0
     size: str = "small"
     content_hash: str = ""
@@ -73,7 +77,46 @@ def register_world(name: str):
     """Decorator for `build(out: Path, *, seed: int, size: str) -> Path` (deterministic from the seed)."""
 
     def wrap(build: WorldBuilder) -> WorldBuilder:
-        WORLD_BUILDERS[name] = build
+        claim(WORLD_BUILDERS, name, build, "world")
         return build
 
     return wrap
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One policy a world check runs on every task, with the Pass@1 range it must land in.
+
+    `max_rounds=None` gives the policy the largest budget any task of the world asks for
+    (`metadata.max_rounds`), at least `default_rounds` of the check."""
+
+    agent: str
+    setting: str
+    max_rounds: int | None = None
+    min_pass: float | None = None
+    max_pass: float | None = None
+
+
+StaticCheck = Callable[[Path, list[Task]], tuple[list[str], dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class WorldCheck:
+    """What `arena world check` proves about one kind of world: baselines with their Pass@1 bounds
+    (an oracle at 100 %, tool-less or blind policies near chance), the judge that scores them, and
+    the suite's structural checks (`static(world_dir, tasks) -> (problems, stats)`)."""
+
+    baselines: tuple[Baseline, ...]
+    static: StaticCheck
+    judge: str = "normalized"
+    default_rounds: int = 10
+    oracle: str | None = "oracle"
+
+
+WORLD_CHECKS: dict[str, WorldCheck] = {}
+
+
+def register_world_check(world_name: str, check: WorldCheck) -> WorldCheck:
+    """Declare how worlds built by `world_name` are checked (one check per world kind)."""
+    claim(WORLD_CHECKS, world_name, check, "world check")
+    return check

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 from arena.tool import ToolOptions
-from arena.worlds import carv, ureason
+from suites.carv import world as carv
+from suites.ureason import world as ureason
 from tools.render import RenderTool
 
 

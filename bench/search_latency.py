@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arena.images import open_image  # noqa: E402
 from arena.world import WORLD_BUILDERS, is_world  # noqa: E402
-from arena.worlds.vistahop.gold import fill  # noqa: E402
+from suites.vistahop.world.gold import fill  # noqa: E402
 from tools.corpus_index import CorpusIndex  # noqa: E402
 from tools.crop import pixel_box, zoom  # noqa: E402
 from tools.image_index import CACHE_DIR, ReverseImageIndex  # noqa: E402

@@ -22,7 +22,8 @@ from pathlib import Path
 from arena.agent import Agent, AgentTurn, EpisodeView, register_agent
 from runs.config import RunConfig
 from runs.rundata import load_run
-from runs.runner import load_plugins, run
+from runs.plugins import load_plugins
+from runs.runner import run
 from runs.viewer import viewer_data, write_viewer
 
 

@@ -14,6 +14,7 @@ import statistics
 from collections import Counter, defaultdict
 from typing import Any, Callable, Iterable
 
+from arena.discovery import claim
 from arena.trajectory import Episode
 from arena.verdict import Verdict
 
@@ -26,7 +27,7 @@ def register_suite_metrics(suite: str):
     """Decorator for `fn(rows: list[(Episode, Verdict | None)]) -> dict` added to every group of that suite."""
 
     def wrap(fn: SuiteMetrics) -> SuiteMetrics:
-        SUITE_METRICS[suite] = fn
+        claim(SUITE_METRICS, suite, fn, "suite metrics")
         return fn
 
     return wrap
@@ -67,50 +68,87 @@ def _pct(value: float | None) -> float | None:
     return None if value is None else round(100.0 * value, 4)
 
 
-def group_metrics(rows: list[Row]) -> dict[str, Any]:
-    episodes = [e for e, _ in rows]
-    scores = [score_of(v) for _, v in rows]
-    by_repeat: dict[int, list[float]] = defaultdict(list)
-    by_level: dict[str, list[float]] = defaultdict(list)
-    by_category: dict[str, list[float]] = defaultdict(list)
+def _by(rows: list[Row], scores: list[float], field: str) -> dict[str, list[float]]:
+    """Scores grouped by a task field (level, category); tasks without it are left out."""
+    out: dict[str, list[float]] = defaultdict(list)
     for (episode, _), score in zip(rows, scores):
-        by_repeat[episode.repeat].append(score)
-        if episode.task.level:
-            by_level[episode.task.level].append(score)
-        if episode.task.category:
-            by_category[episode.task.category].append(score)
+        value = getattr(episode.task, field)
+        if value:
+            out[value].append(score)
+    return dict(sorted(out.items()))
+
+
+def counts(rows: list[Row]) -> dict[str, Any]:
+    """Episodes, distinct tasks and repeats."""
+    return {"episodes": len(rows), "tasks": len({e.task.id for e, _ in rows}),
+            "repeats": len({e.repeat for e, _ in rows})}
+
+
+def pass_at_1(rows: list[Row]) -> dict[str, Any]:
+    """Pass@1 (mean score, %), its standard deviation over repeats, per repeat, and correct episodes."""
+    by_repeat: dict[int, list[float]] = defaultdict(list)
+    for episode, verdict in rows:
+        by_repeat[episode.repeat].append(score_of(verdict))
     repeat_means = [sum(v) / len(v) for _, v in sorted(by_repeat.items())]
-    calls = [e.totals.tool_calls for e in episodes]
-    tools = sorted({t for e in episodes for t in e.totals.calls_per_tool} | {t for e in episodes for t in e.tools})
-    max_calls = [e.budget.max_rounds * e.budget.max_calls_per_round for e in episodes if e.tools]
-    avg_calls = _mean([float(c) for c in calls]) or 0.0
-    utilisation = (avg_calls / _mean([float(m) for m in max_calls])) if max_calls else None
     return {
-        "episodes": len(rows),
-        "tasks": len({e.task.id for e in episodes}),
-        "repeats": len(by_repeat),
-        "pass1": _pct(_mean(scores)),
+        "pass1": _pct(_mean([score_of(v) for _, v in rows])),
         "pass1_std": _pct(statistics.stdev(repeat_means)) if len(repeat_means) > 1 else 0.0,
         "pass1_per_repeat": [_pct(m) for m in repeat_means],
         "correct": sum(1 for _, v in rows if v is not None and v.error is None and v.correct),
-        "levels": {k: _pct(_mean(v)) for k, v in sorted(by_level.items())},
-        "level_counts": {k: len(v) for k, v in sorted(by_level.items())},
-        "categories": {k: _pct(_mean(v)) for k, v in sorted(by_category.items())},
-        "avg_tool_calls": round(avg_calls, 4),
-        "avg_calls_per_tool": {t: round(sum(e.totals.calls_per_tool.get(t, 0) for e in episodes) / len(episodes), 4)
-                               for t in tools} if episodes else {},
-        "avg_rounds": round(_mean([float(e.totals.rounds) for e in episodes]) or 0.0, 4),
-        "tool_utilisation": _pct(utilisation),
-        "finish_reasons": dict(sorted(Counter(e.finish_reason for e in episodes).items())),
-        "invalid_calls": sum(e.totals.invalid_calls for e in episodes),
-        "ignored_calls": sum(e.totals.ignored_calls for e in episodes),
-        "errors": sum(1 for e in episodes if e.finish_reason == "error"),
-        "unjudged": sum(1 for _, v in rows if v is None),
-        "judge_errors": sum(1 for _, v in rows if v is not None and v.error is not None),
-        "avg_prompt_tokens": round(_mean([float(e.totals.prompt_tokens) for e in episodes]) or 0.0, 2),
-        "avg_completion_tokens": round(_mean([float(e.totals.completion_tokens) for e in episodes]) or 0.0, 2),
-        "avg_seconds": round(_mean([e.totals.seconds for e in episodes]) or 0.0, 4),
     }
+
+
+def breakdowns(rows: list[Row]) -> dict[str, Any]:
+    """Pass@1 per level and per category, with the episodes per level."""
+    scores = [score_of(v) for _, v in rows]
+    levels, categories = _by(rows, scores, "level"), _by(rows, scores, "category")
+    return {"levels": {k: _pct(_mean(v)) for k, v in levels.items()},
+            "level_counts": {k: len(v) for k, v in levels.items()},
+            "categories": {k: _pct(_mean(v)) for k, v in categories.items()}}
+
+
+def tool_use(rows: list[Row]) -> dict[str, Any]:
+    """Average tool calls (and per tool), average rounds, and utilisation = calls / allowed calls (%)."""
+    episodes = [e for e, _ in rows]
+    tools = sorted({t for e in episodes for t in e.totals.calls_per_tool} | {t for e in episodes for t in e.tools})
+    max_calls = [e.budget.max_rounds * e.budget.max_calls_per_round for e in episodes if e.tools]
+    avg_calls = _mean([float(e.totals.tool_calls) for e in episodes]) or 0.0
+    per_tool = {t: round(sum(e.totals.calls_per_tool.get(t, 0) for e in episodes) / len(episodes), 4)
+                for t in tools} if episodes else {}
+    return {"avg_tool_calls": round(avg_calls, 4), "avg_calls_per_tool": per_tool,
+            "avg_rounds": round(_mean([float(e.totals.rounds) for e in episodes]) or 0.0, 4),
+            "tool_utilisation": _pct(avg_calls / _mean([float(m) for m in max_calls])) if max_calls else None}
+
+
+def outcomes(rows: list[Row]) -> dict[str, Any]:
+    """Finish reasons, invalid and ignored calls, errored episodes, unjudged episodes and judge errors."""
+    episodes = [e for e, _ in rows]
+    return {"finish_reasons": dict(sorted(Counter(e.finish_reason for e in episodes).items())),
+            "invalid_calls": sum(e.totals.invalid_calls for e in episodes),
+            "ignored_calls": sum(e.totals.ignored_calls for e in episodes),
+            "errors": sum(1 for e in episodes if e.finish_reason == "error"),
+            "unjudged": sum(1 for _, v in rows if v is None),
+            "judge_errors": sum(1 for _, v in rows if v is not None and v.error is not None)}
+
+
+def resources(rows: list[Row]) -> dict[str, Any]:
+    """Average prompt and completion tokens and seconds per episode."""
+    episodes = [e for e, _ in rows]
+    return {"avg_prompt_tokens": round(_mean([float(e.totals.prompt_tokens) for e in episodes]) or 0.0, 2),
+            "avg_completion_tokens": round(_mean([float(e.totals.completion_tokens) for e in episodes]) or 0.0, 2),
+            "avg_seconds": round(_mean([e.totals.seconds for e in episodes]) or 0.0, 4)}
+
+
+GROUP_METRICS: tuple[Callable[[list[Row]], dict[str, Any]], ...] = (
+    counts, pass_at_1, breakdowns, tool_use, outcomes, resources)
+
+
+def group_metrics(rows: list[Row]) -> dict[str, Any]:
+    """Every figure of one group of episodes: the union of `GROUP_METRICS`."""
+    out: dict[str, Any] = {}
+    for metric in GROUP_METRICS:
+        out.update(metric(rows))
+    return out
 
 
 def summarize(episodes: list[Episode], verdicts: list[Verdict], judge: str = AUTO) -> dict[str, Any]:

@@ -110,3 +110,8 @@ def redact(value: Any, key: str = "") -> Any:
     if key and _SECRET.search(key) and not key.endswith("_env") and isinstance(value, str) and value:
         return "***"
     return value
+
+
+def slug(text: str) -> str:
+    """A name safe for a directory: runs of other characters become one dash, at most 48 characters."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:48] or "run"

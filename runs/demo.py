@@ -18,7 +18,8 @@ from arena.dataset import load_datasets
 
 from .config import RunConfig
 from .rundata import load_run
-from .runner import RunResult, execute, load_plugins
+from .plugins import load_plugins
+from .runner import RunResult, execute
 from .table import summary_table
 from .viewer import write_viewer
 

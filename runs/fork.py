@@ -17,7 +17,7 @@ from arena.trajectory import Step
 from .config import AgentChoice, ForkSource, RunConfig
 from .prefix import played_rounds
 from .rundata import RunData
-from .runner import slug
+from .config import slug
 from .store import RunStore
 
 

@@ -20,6 +20,8 @@ from judges.metrics import AUTO, judge_for, summarize
 
 from .config import EndpointLimit
 from .limits import EndpointGate, endpoint_of
+from .judging import Judges
+from .plugins import load_plugins
 from .store import RunStore
 
 
@@ -90,8 +92,6 @@ async def rejudge(run_dir: str | Path, judge: str, options: dict[str, Any] | Non
                   label: str | None = None, redo: bool = False, concurrency: int = 8,
                   progress: Callable[[Episode, Verdict], None] | None = None) -> RejudgeResult:
     """Score the run's episodes with `judge` (or "auto": each task's own) and store the verdicts."""
-    from .runner import Judges, load_plugins
-
     load_plugins()
     options = dict(options or {})
     if label and judge == AUTO:

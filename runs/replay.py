@@ -28,6 +28,7 @@ from arena.trajectory import Episode, Observation, Step
 from arena.verdict import Verdict
 
 from .prefix import played_rounds
+from .plugins import load_plugins
 from .rundata import RunData
 
 
@@ -134,8 +135,6 @@ async def check_episode(run: RunData, episode: Episode) -> list[Difference]:
     rounds = [s for s in played_rounds(episode) if s.action != "answer"]
     if not rounds:
         return []
-    from .runner import load_plugins
-
     load_plugins()
     datasets = load_datasets(config.data, config.root, config.fmt)
     if config.corpus:

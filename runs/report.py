@@ -22,7 +22,7 @@ from .plot import sweep_png
 from .prefix import model_call_counts
 from .rejudge import agreements
 from .rundata import RunData
-from .table import fmt
+from .table import flatten, fmt
 
 
 @dataclass
@@ -117,17 +117,6 @@ def breakdown_tables(runs: list[RunData]) -> list[Table]:
                                *(fmt(flatten(g.get("suites", {}).get(suite, {})).get(key)) for _, g in columns)])
         tables.append(table)
     return tables
-
-
-def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    if isinstance(value, list):
-        return {prefix: ", ".join(fmt(v) for v in value)}
-    return {prefix: value}
 
 
 SHORT_LABELS = {"error": "error", "budget_exhausted": "budget out", "no_answer": "no answer",

@@ -12,7 +12,11 @@ from arena.trajectory import Episode
 from arena.verdict import Verdict
 from judges.metrics import AUTO, latest_verdicts, summarize
 
+from arena.dataset import load_datasets
+
 from .config import RunConfig
+from .failures import taxonomy
+from .plugins import load_plugins
 from .store import RunStore
 
 
@@ -41,8 +45,6 @@ class RunData:
     @cached_property
     def failures(self) -> dict[str, list[str]]:
         """Episode id -> its failure labels (`runs.failures`)."""
-        from .failures import taxonomy
-
         return taxonomy(self.episodes, self.chosen, self.verdicts, self.tasks)
 
     def config(self) -> RunConfig | None:
@@ -54,10 +56,6 @@ class RunData:
     @cached_property
     def tasks(self) -> dict[str, Task]:
         """The run's tasks with their metadata, when its data can still be loaded (else empty, with a note)."""
-        from arena.dataset import load_datasets
-
-        from .runner import load_plugins
-
         config = self.config()
         if config is None:
             return {}

@@ -10,9 +10,7 @@ sweeps may share trajectory prefixes (`runs.prefix`).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import platform
-import re
 import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -20,28 +18,20 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from arena.dataset import Dataset
-from arena.discovery import import_submodules
-from arena.judge import JUDGES, Judge
-from arena.settings import tools_for_setting
-from arena.tool import TOOLS, Tool
 from arena.trajectory import Episode, Step
 from arena.verdict import Verdict
 from judges.metrics import AUTO, judge_for, judge_for_task, summarize
 
-from .config import RunConfig
+from .config import RunConfig, slug
+from .fork import fork_prefix
+from .judging import Judges
 from .limits import endpoint_of
 from .prefix import copied_episode, derive, failed_episode, model_call_counts
 from .prefix import link as prefix_link
+from .ray_backend import RayBackend
 from .store import RunStore
 from .sweep import Cell, Family, grid_size, plan
 from .workbench import EpisodeJob, Workbench
-
-
-def load_plugins() -> None:
-    """Register every tool, agent, judge, loader and world builder."""
-    for package in ("tools", "agents", "judges", "arena.suites", "arena.worlds"):
-        import_submodules(package)
 
 
 @dataclass
@@ -52,10 +42,6 @@ class RunResult:
     episodes: list[Episode] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     ran: int = 0
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:48] or "run"
 
 
 def git_hash() -> str | None:
@@ -77,82 +63,6 @@ def versions() -> dict[str, str]:
     return out
 
 
-def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:
-    """The options a registered factory takes (all of them when it takes **kwargs)."""
-    params = inspect.signature(factory).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return dict(options)
-    return {k: v for k, v in options.items() if k in params}
-
-
-def call_with_options(factory: Callable[..., Any], options: dict[str, Any], what: str) -> Any:
-    """Call a registered factory; unknown options are an error that lists the accepted ones."""
-    unknown = [k for k in options if k not in accepted_options(factory, options)]
-    if unknown:
-        params = inspect.signature(factory).parameters
-        raise ValueError(f"{what} does not take option(s) {', '.join(unknown)}; it takes: {', '.join(params)}")
-    try:
-        return factory(**options)
-    except TypeError as exc:
-        raise ValueError(f"{what}: {exc}") from None
-
-
-class Judges:
-    """Judges built on demand: the run's judge, or with "auto" each task's own."""
-
-    def __init__(self, name: str, options: dict[str, Any], cache_path: Path):
-        self.name, self.options, self.cache_path = name, options, cache_path
-        self._built: dict[str, Judge] = {}
-
-    def get(self, judge_id: str) -> Judge:
-        if judge_id not in self._built:
-            if judge_id not in JUDGES:
-                raise ValueError(f"unknown judge {judge_id!r}; known: {', '.join(sorted(JUDGES))}")
-            factory = JUDGES[judge_id]
-            options = accepted_options(factory, self.options) if self.name == AUTO else dict(self.options)
-            if "cache_path" not in options:
-                options.update(accepted_options(factory, {"cache_path": str(self.cache_path)}))
-            try:
-                self._built[judge_id] = call_with_options(factory, options, f"judge {judge_id!r}")
-            except ValueError as exc:
-                raise ValueError(f"{exc} (the run needs judge {judge_id!r}: give its endpoint with --judge-model and "
-                                 "--judge-base-url, or pick another judge with --judge)") from None
-        return self._built[judge_id]
-
-    def describe(self) -> dict[str, Any]:
-        return {"judge": self.name, "built": {k: j.describe() for k, j in self._built.items()}}
-
-    async def aclose(self) -> None:
-        for judge in self._built.values():
-            await judge.aclose()
-
-
-def select_tasks(datasets: list[Dataset], config: RunConfig) -> list[tuple[Dataset, Any]]:
-    pairs = [(ds, task) for ds in datasets for task in ds.tasks]
-    if config.task_ids:
-        wanted = set(config.task_ids)
-        pairs = [(ds, t) for ds, t in pairs if t.id in wanted]
-        missing = wanted - {t.id for _, t in pairs}
-        if missing:
-            raise ValueError(f"task id(s) not in the data: {', '.join(sorted(missing))}")
-    if config.limit:
-        pairs = pairs[: config.limit]
-    return pairs
-
-
-def build_tools(config: RunConfig) -> dict[str, list[Tool]]:
-    """One instance per tool for the whole run, shared by every setting that names it."""
-    built: dict[str, Tool] = {}
-    per_setting = {}
-    for setting in config.settings:
-        names = tools_for_setting(setting, set(TOOLS))
-        for name in names:
-            if name not in built:
-                built[name] = TOOLS[name](config.tool_options)
-        per_setting[setting] = [built[n] for n in names]
-    return per_setting
-
-
 class LocalBackend:
     """Plays episodes in this process's event loop (the asyncio backend)."""
 
@@ -169,8 +79,6 @@ class LocalBackend:
 
 def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunStore):
     if config.backend == "ray":
-        from .ray_backend import RayBackend
-
         return RayBackend(config, run_id, store)
     return LocalBackend(bench, run_id, store)
 
@@ -217,7 +125,8 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
     judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl")
     for judge_id in sorted({judge_for_task(task, config.judge or AUTO) for _, task in bench.pairs}):
         judges.get(judge_id)
-    if config.tool_options.web != "offline" and not config.tool_options.cassette:
+    tool_extras = config.tool_options.model_extra or {}
+    if tool_extras.get("web", "offline") != "offline" and not tool_extras.get("cassette"):
         config.tool_options.cassette = str(store.dir / "cassettes.sqlite")
     backend = None
     try:
@@ -232,8 +141,6 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
         store.open(info, force=force)
         prefix: list[Step] = []
         if config.fork is not None:
-            from .fork import fork_prefix
-
             prefix, link = fork_prefix(config.fork, store)
             store.update_info({"forked_from": link})
         backend = make_backend(config, bench, run_id, store)

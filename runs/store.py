@@ -23,6 +23,8 @@ from arena.blobs import BlobStore
 from arena.trajectory import Episode
 from arena.verdict import Verdict
 
+from .records import RunInfo, RunSummary
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -99,12 +101,13 @@ class RunStore:
                 )
             info = {**old, **info, "created": old.get("created", info.get("created")),
                     "resumed": old.get("resumed", 0) + 1}
-        self._write_json(self.run_json, info)
+        self._write_json(self.run_json, _checked(RunInfo, info, self.run_json))
         for path in (self.episodes_path, self.verdicts_path):
             repair_torn_tail(path)
 
     def info(self) -> dict[str, Any]:
-        return json.loads(self.run_json.read_text())
+        """run.json, checked against `RunInfo` (an error names the file and field)."""
+        return _checked(RunInfo, json.loads(self.run_json.read_text()), self.run_json)
 
     def update_info(self, fields: dict[str, Any]) -> None:
         """Merge `fields` into run.json (atomically)."""
@@ -142,4 +145,14 @@ class RunStore:
         return list(read_records(self.verdicts_path, Verdict))
 
     def write_summary(self, summary: dict[str, Any]) -> None:
-        self._write_json(self.summary_path, summary)
+        self._write_json(self.summary_path, _checked(RunSummary, summary, self.summary_path))
+
+
+def _checked(model: type[BaseModel], data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`data` validated as `model` (defaults filled in, the record version set), as plain JSON data."""
+    try:
+        return model.model_validate(data).model_dump(mode="json")
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(document)"
+        raise RunStoreError(f"{path}: field {field}: {err['msg']}") from None

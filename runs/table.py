@@ -37,10 +37,20 @@ def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
     return table
 
 
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested figures as one level of dotted keys; lists joined as text."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(value, list):
+        return {prefix: ", ".join(fmt(v) for v in value)}
+    return {prefix: value}
+
+
 def suite_headlines(summary: dict[str, Any], limit: int = 8) -> list[str]:
     """One line per group and suite with its headline figures (top-level and `overall.*`)."""
-    from .report import flatten
-
     lines = []
     for g in summary.get("groups", []):
         for suite, figures in g.get("suites", {}).items():

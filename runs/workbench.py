@@ -16,11 +16,13 @@ from arena.blobs import BlobStore
 from arena.dataset import Dataset, load_datasets
 from arena.episode import EpisodeSpec, run_episode
 from arena.task import Task
-from arena.tool import Tool
+from arena.settings import tools_for_setting
+from arena.tool import TOOLS, Tool
 from arena.trajectory import Episode, Step
 
 from .config import RunConfig
 from .limits import EndpointGate, Gate, LimitedAgent, endpoint_of
+from .plugins import call_with_options, load_plugins
 
 
 class EpisodeJob(BaseModel):
@@ -45,12 +47,36 @@ class EpisodeJob(BaseModel):
         return sorted({b for s in self.prefix if s.observation for b in s.observation.images})
 
 
+def select_tasks(datasets: list[Dataset], config: RunConfig) -> list[tuple[Dataset, Any]]:
+    pairs = [(ds, task) for ds in datasets for task in ds.tasks]
+    if config.task_ids:
+        wanted = set(config.task_ids)
+        pairs = [(ds, t) for ds, t in pairs if t.id in wanted]
+        missing = wanted - {t.id for _, t in pairs}
+        if missing:
+            raise ValueError(f"task id(s) not in the data: {', '.join(sorted(missing))}")
+    if config.limit:
+        pairs = pairs[: config.limit]
+    return pairs
+
+
+def build_tools(config: RunConfig) -> dict[str, list[Tool]]:
+    """One instance per tool for the whole run, shared by every setting that names it."""
+    built: dict[str, Tool] = {}
+    per_setting = {}
+    for setting in config.settings:
+        names = tools_for_setting(setting, set(TOOLS))
+        for name in names:
+            if name not in built:
+                built[name] = TOOLS[name](config.tool_options)
+        per_setting[setting] = [built[n] for n in names]
+    return per_setting
+
+
 class Workbench:
     """Datasets, agents (wrapped by the endpoint gate) and tools of one run."""
 
     def __init__(self, config: RunConfig, gate: Gate | None = None):
-        from .runner import call_with_options, load_plugins, select_tasks
-
         load_plugins()
         self.config = config
         self.datasets: list[Dataset] = load_datasets(config.data, config.root, config.fmt)
@@ -78,8 +104,6 @@ class Workbench:
     def tools_by_setting(self) -> dict[str, list[Tool]]:
         """The run's tools, built on first use (after the runner has settled run-dependent options)."""
         if self._tools is None:
-            from .runner import build_tools
-
             self._tools = build_tools(self.config)
         return self._tools
 

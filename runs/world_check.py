@@ -1,38 +1,25 @@
 """`arena world check DIR`: prove a generated world is solvable with the tools and only with them.
 
-Checks, each failure a line in `problems`:
-- every task is solved by the `oracle` (which answers only from tool observations)
-  within its own round budget (`metadata.max_rounds`), through the real runner,
-  tools and the `normalized` judge;
-- the `direct` baseline (no tools) stays at or below 5 % Pass@1 and `text-only`
-  (searches the question, never looks at the image) at or below 10 %;
-- no accepted answer appears in its question;
-- every anchor obeys the legibility rule (its stored heights are recomputed);
-- the VistaArena export holds the same questions and answers as tasks.jsonl.
-Chain statistics (tasks per level, hops, fused operations, relation categories)
-are reported alongside.
+The world's suite declares what that means (`arena.world.WorldCheck`, registered per world kind):
+baseline policies with the Pass@1 range each must land in, and structural checks. This module
+runs the baselines through the real runner, tools and judge, and gathers the problems: each
+failure is a line in `problems`.
 """
 
 from __future__ import annotations
 
-import json
-from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from arena.dataset import load_datasets
 from arena.task import Task
-from arena.world import is_world, read_world
-from arena.worlds.vistahop.chains import answer_in_question
-from arena.worlds.vistahop.legibility import Legibility, measure
+from arena.world import WORLD_CHECKS, Baseline, is_world, read_world
 
 from .config import RunConfig
-from .runner import RunResult, load_plugins, run
-
-DIRECT_MAX = 0.05
-TEXT_ONLY_MAX = 0.10
-BASELINE_ROUNDS = 10
+from .plugins import load_plugins
+from .runner import RunResult, run
 
 
 class AgentFigures(BaseModel):
@@ -45,20 +32,6 @@ class AgentFigures(BaseModel):
     run_dir: str
 
 
-class ChainStats(BaseModel):
-    tasks: int
-    single: int
-    fused: int
-    levels: dict[str, int]
-    average_hops: float
-    average_hops_single: float | None
-    average_hops_fused: float | None
-    hops: dict[int, int]
-    fusion_ops: dict[str, int]
-    relation_categories: dict[str, int]
-    answer_kinds: dict[str, int]
-
-
 class WorldCheckReport(BaseModel):
     ok: bool
     world: str
@@ -66,75 +39,10 @@ class WorldCheckReport(BaseModel):
     size: str
     seed: int
     content_hash: str
-    stats: ChainStats
-    anchors_checked: int
+    stats: dict[str, Any] = Field(default_factory=dict)
     agents: list[AgentFigures] = Field(default_factory=list)
-    thresholds: dict[str, float] = Field(default_factory=lambda: {"oracle_min": 1.0, "direct_max": DIRECT_MAX,
-                                                                  "text_only_max": TEXT_ONLY_MAX})
+    thresholds: dict[str, dict[str, float | None]] = Field(default_factory=dict)
     problems: list[str] = Field(default_factory=list)
-
-
-def chain_stats(tasks: list[Task]) -> ChainStats:
-    single = [t for t in tasks if t.metadata.get("type") == "single"]
-    fused = [t for t in tasks if t.metadata.get("type") == "fused"]
-
-    def mean(items: list[Task]) -> float | None:
-        return round(sum(t.hops or 0 for t in items) / len(items), 2) if items else None
-
-    categories: Counter[str] = Counter()
-    for task in tasks:
-        for chain in task.metadata.get("gold_chain", []):
-            categories.update(h["category"] for h in chain["hops"])
-    return ChainStats(
-        tasks=len(tasks), single=len(single), fused=len(fused),
-        levels={lvl: sum(1 for t in tasks if t.level == lvl) for lvl in ("L1", "L2", "L3")},
-        average_hops=mean(tasks) or 0.0, average_hops_single=mean(single), average_hops_fused=mean(fused),
-        hops=dict(sorted(Counter(t.hops or 0 for t in tasks).items())),
-        fusion_ops=dict(sorted(Counter((t.metadata.get("fusion") or {}).get("op") for t in fused).items())),
-        relation_categories=dict(sorted(categories.items())),
-        answer_kinds=dict(sorted(Counter(t.metadata.get("answer_kind", "?") for t in tasks).items())),
-    )
-
-
-def static_problems(world: Path, tasks: list[Task]) -> tuple[list[str], int]:
-    """Answer leaks, legibility of every anchor, and agreement of the VistaArena export."""
-    problems = []
-    for task in tasks:
-        leaked = answer_in_question(task.question, task.answers)
-        if leaked is not None:
-            problems.append(f"task {task.id}: answer {leaked!r} appears in the question")
-        if not task.metadata.get("gold_path"):
-            problems.append(f"task {task.id}: metadata.gold_path is missing")
-    checked = 0
-    scenes_file = world / "images" / "scenes.jsonl"
-    if scenes_file.is_file():
-        for lineno, line in enumerate(scenes_file.read_text(encoding="utf-8").splitlines(), 1):
-            scene = json.loads(line)
-            for anchor in scene["anchors"]:
-                checked += 1
-                stored = Legibility.model_validate(anchor["legibility"])
-                again = measure(stored.text_px, anchor["bbox_2d"], scene["width"], scene["height"])
-                where = f"{scenes_file}:{lineno}: anchor {anchor['id']}"
-                if (again.model_px, again.crop_px) != (stored.model_px, stored.crop_px):
-                    problems.append(f"{where}: stored heights {stored.model_px}/{stored.crop_px} px, "
-                                    f"recomputed {again.model_px}/{again.crop_px} px")
-                if not again.ok:
-                    problems.append(f"{where}: breaks the legibility rule (model view {again.model_px} px, "
-                                    f"crop {again.crop_px} px)")
-    else:
-        problems.append(f"{scenes_file}: missing, anchors cannot be checked")
-    datasets_json = world / "vistaarena" / "datasets.json"
-    if datasets_json.is_file():
-        exported = {t.id: t for ds in load_datasets(datasets_json) for t in ds.tasks}
-        for task in tasks:
-            other = exported.get(task.id)
-            if other is None:
-                problems.append(f"{datasets_json}: task {task.id} is missing from the VistaArena export")
-            elif (other.question, other.answers, other.images) != (task.question, task.answers, task.images):
-                problems.append(f"{datasets_json}: task {task.id} differs from tasks.jsonl")
-    else:
-        problems.append(f"{datasets_json}: missing (no VistaArena export)")
-    return problems, checked
 
 
 def _figures(result: RunResult, agent: str, setting: str, rounds: int) -> AgentFigures:
@@ -146,6 +54,7 @@ def _figures(result: RunResult, agent: str, setting: str, rounds: int) -> AgentF
 
 
 def _oracle_problems(result: RunResult, tasks: dict[str, Task]) -> list[str]:
+    """Every task the oracle missed, or solved only past the task's own round budget."""
     correct = {v.episode_id for v in result.verdicts if v.correct}
     problems = []
     for episode in sorted(result.episodes, key=lambda e: e.task.id):
@@ -161,6 +70,17 @@ def _oracle_problems(result: RunResult, tasks: dict[str, Task]) -> list[str]:
     return problems
 
 
+def _bound_problems(fig: AgentFigures, baseline: Baseline, n_tasks: int) -> list[str]:
+    problems = []
+    if fig.episodes != n_tasks:
+        problems.append(f"{fig.agent}: {fig.episodes} episodes for {n_tasks} tasks")
+    if baseline.min_pass is not None and fig.pass_at_1 < baseline.min_pass:
+        problems.append(f"{fig.agent}: Pass@1 {fig.pass_at_1:.2%} is below {baseline.min_pass:.0%}")
+    if baseline.max_pass is not None and fig.pass_at_1 > baseline.max_pass:
+        problems.append(f"{fig.agent}: Pass@1 {fig.pass_at_1:.2%} is above {baseline.max_pass:.0%}")
+    return problems
+
+
 def check_world(world_dir: Path, out: Path, concurrency: int = 4) -> WorldCheckReport:
     """Validate a world directory; runs go under `out` (resumed when the same world is checked again)."""
     load_plugins()
@@ -168,43 +88,36 @@ def check_world(world_dir: Path, out: Path, concurrency: int = 4) -> WorldCheckR
     if not is_world(world):
         raise ValueError(f"{world}: not a world directory (no world.json)")
     info = read_world(world)
-    datasets = load_datasets(world)
-    tasks = [t for ds in datasets for t in ds.tasks]
+    check = WORLD_CHECKS.get(info.name)
+    if check is None:
+        raise ValueError(f"{world}: no check is registered for worlds of kind {info.name!r}; "
+                         f"known: {', '.join(sorted(WORLD_CHECKS)) or 'none'}")
+    tasks = [t for ds in load_datasets(world) for t in ds.tasks]
     by_id = {t.id: t for t in tasks}
-    problems, anchors = static_problems(world, tasks)
-    oracle_rounds = max([int(t.metadata.get("max_rounds") or 0) for t in tasks] + [BASELINE_ROUNDS])
-    plan = (("oracle", "search+crop", oracle_rounds), ("direct", "no-tool", BASELINE_ROUNDS),
-            ("text-only", "search+crop", BASELINE_ROUNDS))
+    problems, stats = check.static(world, tasks)
+    widest = max([int(t.metadata.get("max_rounds") or 0) for t in tasks] + [check.default_rounds])
     figures: list[AgentFigures] = []
-    for agent, setting, rounds in plan:
-        config = RunConfig(data=str(world), agent=agent, settings=[setting], max_rounds=[rounds],
-                           judge="normalized", concurrency=concurrency, out=str(out),
-                           run_id=f"world-check-{info.name}-{info.content_hash[:10]}-{agent}")
+    for baseline in check.baselines:
+        rounds = baseline.max_rounds or widest
+        config = RunConfig(data=str(world), agent=baseline.agent, settings=[baseline.setting], max_rounds=[rounds],
+                           judge=check.judge, concurrency=concurrency, out=str(out),
+                           run_id=f"world-check-{info.name}-{info.content_hash[:10]}-{baseline.agent}")
         result = run(config)
-        figures.append(_figures(result, agent, setting, rounds))
-        if agent == "oracle":
+        fig = _figures(result, baseline.agent, baseline.setting, rounds)
+        figures.append(fig)
+        if baseline.agent == check.oracle:
             problems += _oracle_problems(result, by_id)
-    limits = {"oracle": (1.0, None), "direct": (None, DIRECT_MAX), "text-only": (None, TEXT_ONLY_MAX)}
-    for fig in figures:
-        low, high = limits[fig.agent]
-        if fig.episodes != len(tasks):
-            problems.append(f"{fig.agent}: {fig.episodes} episodes for {len(tasks)} tasks")
-        if low is not None and fig.pass_at_1 < low:
-            problems.append(f"{fig.agent}: Pass@1 {fig.pass_at_1:.2%} is below {low:.0%}")
-        if high is not None and fig.pass_at_1 > high:
-            problems.append(f"{fig.agent}: Pass@1 {fig.pass_at_1:.2%} is above {high:.0%}")
+        problems += _bound_problems(fig, baseline, len(tasks))
+    thresholds = {b.agent: {"min": b.min_pass, "max": b.max_pass} for b in check.baselines}
     return WorldCheckReport(ok=not problems, world=str(world), name=info.name, size=info.size, seed=info.seed,
-                            content_hash=info.content_hash, stats=chain_stats(tasks), anchors_checked=anchors,
-                            agents=figures, problems=problems)
+                            content_hash=info.content_hash, stats=stats, agents=figures, thresholds=thresholds,
+                            problems=problems)
 
 
 def report_lines(report: WorldCheckReport) -> list[str]:
-    """A short human summary of a report (the CLI prints the JSON too)."""
-    s = report.stats
-    lines = [f"{report.name} ({report.size}, seed {report.seed}): {'OK' if report.ok else 'FAILED'}",
-             f"tasks {s.tasks} (single {s.single}, fused {s.fused}); levels {s.levels}; average hops "
-             f"{s.average_hops} (single {s.average_hops_single}, fused {s.average_hops_fused})",
-             f"anchors checked {report.anchors_checked}"]
+    """A short human summary of a report (the CLI writes the full JSON beside it)."""
+    lines = [f"{report.name} ({report.size}, seed {report.seed}): {'OK' if report.ok else 'FAILED'}"]
+    lines += [f"{key}: {value}" for key, value in report.stats.items() if not isinstance(value, (dict, list))]
     lines += [f"{f.agent:<10} {f.setting:<12} Pass@1 {f.pass_at_1:7.2%} ({f.correct}/{f.episodes})"
               for f in report.agents]
     lines += [f"problem: {p}" for p in report.problems[:50]]

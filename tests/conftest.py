@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.runner import load_plugins
+from runs.plugins import load_plugins
 from tests.support.tiny_dataset import write_tiny_dataset
 
 load_plugins()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.cli import app
+from runs.cli.main import app
 from arena.tool import ToolError
 from tools.cassette import (Cassette, CassetteError, CassetteMiss, CassetteStore, Recorded, normalize_text,
                             normalize_url, validate_mode)

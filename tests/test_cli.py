@@ -2,7 +2,7 @@ import json
 
 from typer.testing import CliRunner
 
-from arena.cli import app
+from runs.cli.main import app
 
 runner = CliRunner()
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.blobs import BlobStore
-from arena.cli import app
+from runs.cli.main import app
 from arena.dataset import load_datasets
 from arena.episode import EpisodeSpec, run_episode
 from arena.tool import TOOLS

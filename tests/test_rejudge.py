@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.cli import app
+from runs.cli.main import app
 from runs.config import RunConfig
 from runs.rejudge import agreement, cohen_kappa, rejudge
 from runs.runner import run

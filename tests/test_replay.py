@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from arena.cli import app
+from runs.cli.main import app
 from runs.config import RunConfig
 from runs.replay import check_episode
 from runs.rundata import load_run

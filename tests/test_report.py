@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from arena.cli import app
+from runs.cli.main import app
 from runs.config import RunConfig
 from runs.plot import sweep_lines
 from runs.report import build_report

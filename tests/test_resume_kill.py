@@ -11,13 +11,15 @@ from pathlib import Path
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.tiny_dataset import write_tiny_dataset
 
+ARENA = str(Path(sys.executable).with_name("arena"))  # the console script, as a user runs it
+
 
 def slow_answer(request):
     return Reply(content="<answer>1874</answer>", delay=0.15)
 
 
 def arena_run(server, data: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "arena", "run", "--data", str(data), "--agent", "openai", "--model", "m",
+    return [ARENA, "run", "--data", str(data), "--agent", "openai", "--model", "m",
             "--base-url", server.base_url, "--judge", "normalized", "--concurrency", "2", "--repeats", "2",
             "--out", str(out), "--run-id", "killed"]
 

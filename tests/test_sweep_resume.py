@@ -15,11 +15,13 @@ from runs.store import RunStore
 from tests.support.openai_server import OpenAIStub
 from tests.test_sweep_support import policy, policy_config, timeless, write_sweep_dataset
 
+ARENA = str(Path(sys.executable).with_name("arena"))  # the console script, as a user runs it
+
 REPO = Path(__file__).resolve().parent.parent
 
 
 def arena(*args: str) -> list[str]:
-    return [sys.executable, "-m", "arena", *args]
+    return [ARENA, *args]
 
 
 def test_killed_sweep_resumes_to_the_same_summary(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.cli import app
+from runs.cli.main import app
 from runs.config import RunConfig
 from runs.rundata import load_run
 from runs.runner import run

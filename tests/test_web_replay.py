@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from arena.cli import app
+from runs.cli.main import app
 from arena.tool import ToolOptions
 from runs.config import RunConfig
 from runs.runner import RunResult, run

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Literal
 
 from PIL import Image
 from pydantic import BaseModel, Field
 
 from arena.images import ImageError, smart_resize
-from arena.tool import Tool, ToolArgumentError, ToolContext, ToolResult, register_tool
+from arena.tool import Tool, ToolArgumentError, ToolContext, ToolOptions, ToolResult, register_tool
 
 MIN_SIDE = 28
 FACTOR = 32
@@ -70,12 +71,19 @@ def zoom(image: Image.Image, box: tuple[int, int, int, int]) -> Image.Image:
     return crop.resize((w, h), Image.Resampling.BICUBIC)
 
 
+class CropOptions(ToolOptions):
+    """`bbox_coords`: `relative` (0-1000, Qwen-VL style, the default) or `pixel` boxes."""
+
+    bbox_coords: Literal["relative", "pixel"] = "relative"
+
+
 @register_tool
 class CropTool(Tool):
     name = "image_zoom_in_tool"
     description = ("Zoom in on a region of an image by cropping it with a bounding box; returns the region "
                    "enlarged so that fine details such as small text become readable.")
     Args = CropArgs
+    Options = CropOptions
 
     @property
     def relative(self) -> bool:

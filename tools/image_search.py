@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Literal
 
 from PIL import Image
 from pydantic import BaseModel, Field
 
 from arena.images import ImageError, open_image
 from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolResult, register_tool
+from tools.image_index import ReverseImageIndex
+from tools.search_results import MAX_IMAGE_RESULTS, THUMBNAIL_SIDE
+from tools.web_search import (WEB_IMAGE_DESCRIPTION, WebImageSearchArgs, WebOptions, check_web_options, close_web_for,
+                              web_for)
 
-MAX_RESULTS = 5
-THUMBNAIL_SIDE = 256
+MAX_RESULTS = MAX_IMAGE_RESULTS
 
 
 class ImageSearchArgs(BaseModel):
@@ -39,11 +43,13 @@ def _thumbnail(path: Path) -> Image.Image:
 def _index_for(world: Path | None):
     if world is None:
         return None
-    try:
-        from tools.image_index import ReverseImageIndex
-    except ImportError:
-        return None
     return ReverseImageIndex.for_world(world)
+
+
+class ImageSearchOptions(WebOptions):
+    """`image_search`: `auto`, `stored`, `index` or `web` (see the module docstring)."""
+
+    image_search: Literal["auto", "stored", "index", "web"] = "auto"
 
 
 @register_tool
@@ -52,12 +58,11 @@ class ImageSearchTool(Tool):
     description = ("Reverse image search: find web pages whose images match an image in context. Returns up to "
                    "five results, each with a title and a thumbnail.")
     Args = ImageSearchArgs
+    Options = ImageSearchOptions
 
     def __init__(self, options=None):
         super().__init__(options)
         if self.options.image_search == "web":
-            from tools.web_search import WEB_IMAGE_DESCRIPTION, WebImageSearchArgs, check_web_options
-
             if self.options.web == "offline":
                 raise ValueError("image_search=web needs the live web: --web live|record|replay|refresh")
             check_web_options(self.options)
@@ -65,8 +70,6 @@ class ImageSearchTool(Tool):
 
     async def run(self, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
         if self.options.image_search == "web":
-            from tools.web_search import web_for
-
             return await web_for(self).image_search(args.query)
         if not 0 <= args.img_idx < len(ctx.images):
             raise ToolArgumentError(f"img_idx {args.img_idx} is out of range: {len(ctx.images)} image(s) in context")
@@ -114,6 +117,5 @@ class ImageSearchTool(Tool):
         return ToolResult(text="\n".join(lines), images=thumbs, data={"mode": "stored", "results": len(lines)})
 
     async def aclose(self) -> None:
-        from tools.web_search import close_web_for
 
         await close_web_for(self)

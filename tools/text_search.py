@@ -21,13 +21,8 @@ from arena.dataset import Dataset, DatasetError
 from arena.tool import Tool, ToolContext, ToolError, ToolResult, register_tool
 
 from .corpus_index import CorpusIndex
-
-
-class SearchResult(BaseModel):
-    title: str
-    url: str
-    text: str
-    score: float | None = None
+from .search_results import SearchResult, format_results
+from .web_search import WebOptions, check_web_options, close_web_for, web_for
 
 
 class TextSearchBackend(Protocol):
@@ -62,12 +57,14 @@ def corpus_dir(dataset: Dataset) -> Path:
     raise ToolError("no search corpus is configured for this dataset (use a world, or pass --corpus DIR)")
 
 
-def format_results(results: list[SearchResult]) -> str:
-    return "\n\n".join(f"[{i}] {r.title}\nURL: {r.url}\n{r.text}" for i, r in enumerate(results, 1))
-
-
 class TextSearchArgs(BaseModel):
     query: str = Field(min_length=1, max_length=1000, description="The search query.")
+
+
+class TextSearchOptions(WebOptions):
+    """`top_k`: pages per search (VistaArena: 3)."""
+
+    top_k: int = Field(3, ge=1)
 
 
 @register_tool
@@ -76,18 +73,15 @@ class TextSearchTool(Tool):
     description = ("Search the web for text. Returns the top results, each with its title, URL and a short "
                    "summary of the page's content relevant to the query.")
     Args = TextSearchArgs
+    Options = TextSearchOptions
 
     def __init__(self, options=None):
         super().__init__(options)
         if self.options.web != "offline":
-            from tools.web_search import check_web_options
-
             check_web_options(self.options)
 
     async def run(self, args: TextSearchArgs, ctx: ToolContext) -> ToolResult:
         if self.options.web != "offline":
-            from tools.web_search import web_for
-
             return await web_for(self).text_search(args.query, max(1, self.options.top_k))
         backend_name = getattr(self.options, "text_search_backend", "corpus")
         backend = BACKENDS.get(backend_name)
@@ -101,6 +95,4 @@ class TextSearchTool(Tool):
                                 "hits": [{"title": r.title, "url": r.url, "score": r.score} for r in results]})
 
     async def aclose(self) -> None:
-        from tools.web_search import close_web_for
-
         await close_web_for(self)

@@ -36,7 +36,7 @@ import ipaddress
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Literal, Protocol
 from urllib.parse import urlsplit
 
 import bm25s
@@ -50,9 +50,7 @@ from arena.tool import ToolError, ToolOptions, ToolResult
 from tools.cassette import Cassette, Recorded, normalize_text, normalize_url, validate_mode
 from tools.chromium import SharedChromium
 from tools.corpus_index import summarize as extractive_summary
-from tools.image_search import MAX_RESULTS as MAX_IMAGE_RESULTS
-from tools.image_search import THUMBNAIL_SIDE
-from tools.text_search import SearchResult, format_results
+from tools.search_results import MAX_IMAGE_RESULTS, THUMBNAIL_SIDE, SearchResult, format_results
 
 LISTING_VERSION = 1
 PAGE_BACKEND = "chromium.page/1"
@@ -73,6 +71,14 @@ FINAL_PROMPT = (
     "query and saying where the sources disagree."
 )
 SUMMARIZER_SYSTEM = "You condense web pages for a research assistant. Be factual and brief."
+
+
+class WebOptions(ToolOptions):
+    """Options of the tools that can reach the live web: `web` (offline, or a cassette mode) and the
+    cassette file; provider options (`web_provider`, `web_endpoint`, ...) are read by `check_web_options`."""
+
+    web: Literal["offline", "live", "record", "replay", "refresh"] = "offline"
+    cassette: str | None = None
 
 
 class WebConfigError(ValueError):
@@ -361,6 +367,7 @@ class WebSearch:
     @classmethod
     def from_options(cls, options: ToolOptions) -> "WebSearch":
         """Build from run options (`web`, `cassette`, and the `web_*`, `page_*`, `summarizer_*` tool options)."""
+        options = WebOptions.model_validate(options.model_dump())
         get = lambda name, default=None: getattr(options, name, default)  # noqa: E731
         cassette = Cassette(options.web, options.cassette)
         proxy = get("web_proxy")
@@ -545,25 +552,26 @@ _SHARED: dict[int, tuple[ToolOptions, WebSearch]] = {}
 def web_for(tool) -> WebSearch:
     """The WebSearch of a run, built on first use from its tool options and shared by every tool built
     with those options (one cassette connection, one page fetcher per run and process)."""
-    entry = _SHARED.get(id(tool.options))
-    if entry is None or entry[0] is not tool.options:
+    entry = _SHARED.get(id(tool.run_options))
+    if entry is None or entry[0] is not tool.run_options:
         try:
-            entry = (tool.options, WebSearch.from_options(tool.options))
+            entry = (tool.run_options, WebSearch.from_options(tool.run_options))
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        _SHARED[id(tool.options)] = entry
+        _SHARED[id(tool.run_options)] = entry
     return entry[1]
 
 
 async def close_web_for(tool) -> None:
     """Close the run's WebSearch (the first tool to close does it; later calls find nothing)."""
-    entry = _SHARED.get(id(tool.options))
-    if entry is not None and entry[0] is tool.options:
-        del _SHARED[id(tool.options)]
+    entry = _SHARED.get(id(tool.run_options))
+    if entry is not None and entry[0] is tool.run_options:
+        del _SHARED[id(tool.run_options)]
         await entry[1].aclose()
 
 
 def check_web_options(options: ToolOptions) -> None:
     """Fail at tool construction, with a clear message, on a web configuration that cannot work."""
+    options = WebOptions.model_validate(options.model_dump())
     if options.web != "offline":
         validate_mode(options.web, options.cassette)

@@ -1,0 +1,76 @@
+"""What every command of the `arena` CLI shares: the console, value parsing, one-line errors,
+and running a grid with a progress display."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from runs.config import RunConfig
+from runs.runner import RunResult, execute
+from runs.table import suite_headlines, summary_table
+
+console = Console(width=None if sys.stdout.isatty() else 160)
+
+
+def split_values(values: list[str]) -> list[str]:
+    """Repeated and comma-separated option values as one list."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def parse_kv(pairs: list[str], what: str) -> dict[str, Any]:
+    """`key=value` pairs (JSON values allowed) as a dict; a malformed pair names the option."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{what} must look like key=value, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def fail(message: str) -> None:
+    """Print one error line and exit with status 2 (usage or data error)."""
+    console.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(2)
+
+
+def execute_with_progress(config: RunConfig, force: bool = False) -> RunResult:
+    """Run with a progress bar; errors in the data or the config end with a clear message."""
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
+                  transient=False) as bar:
+        state = {"task": None, "correct": 0, "errors": 0}
+
+        def on_start(todo: int, total: int) -> None:
+            state["task"] = bar.add_task(f"episodes ({total - todo} already done)" if todo < total else "episodes",
+                                         total=todo, status="")
+
+        def on_episode(episode, verdict) -> None:
+            state["correct"] += int(bool(verdict and verdict.correct))
+            state["errors"] += int(episode.finish_reason == "error")
+            bar.update(state["task"], advance=1,
+                       status=f"correct {state['correct']}  errors {state['errors']}")
+
+        return asyncio.run(execute(config, progress=on_episode, on_start=on_start, force=force))
+
+
+def print_result(result: RunResult) -> None:
+    console.print(summary_table(result.summary, title=f"{result.run_id} (judge: {result.summary['judge']})"))
+    headlines = suite_headlines(result.summary)
+    for line in headlines:
+        console.print(line, markup=False)
+    if headlines:
+        console.print(f"all suite figures: arena report {result.run_dir}")
+    for warning in result.summary.get("warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    console.print(f"run directory: {result.run_dir}")

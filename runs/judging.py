@@ -1,0 +1,41 @@
+"""The judges of a run, built on demand from the run's judge name and options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from arena.judge import JUDGES, Judge
+from judges.metrics import AUTO
+
+from .plugins import accepted_options, call_with_options
+
+
+class Judges:
+    """Judges built on demand: the run's judge, or with "auto" each task's own."""
+
+    def __init__(self, name: str, options: dict[str, Any], cache_path: Path):
+        self.name, self.options, self.cache_path = name, options, cache_path
+        self._built: dict[str, Judge] = {}
+
+    def get(self, judge_id: str) -> Judge:
+        if judge_id not in self._built:
+            if judge_id not in JUDGES:
+                raise ValueError(f"unknown judge {judge_id!r}; known: {', '.join(sorted(JUDGES))}")
+            factory = JUDGES[judge_id]
+            options = accepted_options(factory, self.options) if self.name == AUTO else dict(self.options)
+            if "cache_path" not in options:
+                options.update(accepted_options(factory, {"cache_path": str(self.cache_path)}))
+            try:
+                self._built[judge_id] = call_with_options(factory, options, f"judge {judge_id!r}")
+            except ValueError as exc:
+                raise ValueError(f"{exc} (the run needs judge {judge_id!r}: give its endpoint with --judge-model and "
+                                 "--judge-base-url, or pick another judge with --judge)") from None
+        return self._built[judge_id]
+
+    def describe(self) -> dict[str, Any]:
+        return {"judge": self.name, "built": {k: j.describe() for k, j in self._built.items()}}
+
+    async def aclose(self) -> None:
+        for judge in self._built.values():
+            await judge.aclose()

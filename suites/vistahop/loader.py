@@ -1,0 +1,129 @@
+"""VistaArena's public evaluator format (PROTOCOLS.md §1).
+
+An annotation is a JSON list or JSON lines of items with `prompt` (chat
+messages; the first user text is the question, `<image>` markers removed),
+`reward_model.ground_truth` (a string or a list), `image` (paths relative to
+the dataset root; only the first is used, as in the original), and optionally
+`image_search_title_list` / `image_search_thumbnail_list` (stored reverse-image
+results). A `datasets.json` maps names to `root`, `annotation`, `reward_fn`
+(`em_score_mcq`, `llm_score`) and `input_template.arguments.{system_prompt,
+format_instruction}`. Task ids: the item's `id` when present, else a hash of its
+content.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from arena.dataset import Dataset, DatasetError, register_loader
+from arena.task import Task
+
+from arena.arena_tasks import collect_tasks, content_id, first_record
+
+
+def _question(prompt: Any, where: str) -> str:
+    if isinstance(prompt, str):
+        return prompt.replace("<image>", "").strip()
+    if not isinstance(prompt, list):
+        raise DatasetError(f"{where}: field prompt: must be a list of chat messages")
+    for message in prompt:
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):
+                content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+            if isinstance(content, str):
+                return content.replace("<image>", "").strip()
+    raise DatasetError(f"{where}: field prompt: no user message with text")
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def item_to_task(item: dict[str, Any], where: str, reward_fn: list[str]) -> Task:
+    if not isinstance(item, dict):
+        raise DatasetError(f"{where}: an item must be a JSON object")
+    reward = item.get("reward_model")
+    if not isinstance(reward, dict) or "ground_truth" not in reward:
+        raise DatasetError(f"{where}: field reward_model.ground_truth: missing")
+    answers = [str(a) for a in _as_list(reward["ground_truth"])]
+    if not answers:
+        raise DatasetError(f"{where}: field reward_model.ground_truth: empty")
+    images = [str(p) for p in _as_list(item.get("image", item.get("images")))][:1]
+    titles = _as_list(item.get("image_search_title_list"))
+    thumbs = _as_list(item.get("image_search_thumbnail_list"))
+    stored = [{"title": str(t), "thumbnail": str(thumbs[i]) if i < len(thumbs) and thumbs[i] else None}
+              for i, t in enumerate(titles[:5])]
+    mcq = "em_score_mcq" in reward_fn and "llm_score" not in reward_fn
+    extra = item.get("extra_info") if isinstance(item.get("extra_info"), dict) else {}
+    hops = item.get("hops", extra.get("hops"))
+    return Task(
+        id=str(item["id"]) if item.get("id") is not None else content_id(item, "va"),
+        suite="vistahop",
+        question=_question(item.get("prompt"), where),
+        images=images,
+        answers=answers,
+        kind="mcq" if mcq else "open",
+        level=item.get("level", extra.get("level")),
+        hops=int(hops) if isinstance(hops, (int, float)) else None,
+        category=item.get("category", extra.get("category")),
+        metadata={"image_search": stored, "source_item": {k: v for k, v in item.items() if k != "prompt"}},
+        judge="mcq" if mcq else ("llm" if "llm_score" in reward_fn else None),
+    )
+
+
+def load_annotation(path: Path, root: Path, reward_fn: list[str]) -> list[Task]:
+    return collect_tasks(path, root, lambda item, where: item_to_task(item, where, reward_fn))
+
+
+def _is_annotation(path: Path) -> bool:
+    if not path.is_file() or path.suffix not in (".json", ".jsonl") or path.name == "datasets.json":
+        return False
+    record = first_record(path)
+    return isinstance(record, dict) and "prompt" in record and "reward_model" in record
+
+
+def _is_datasets_json(path: Path) -> bool:
+    if not path.is_file() or path.suffix != ".json":
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return isinstance(data, dict) and bool(data) and all(
+        isinstance(v, dict) and "annotation" in v for v in data.values())
+
+
+@register_loader("vistaarena", detect=_is_annotation)
+def load_vistaarena(path: Path, root: Path | None = None) -> list[Dataset]:
+    base = (root or path.parent).resolve()
+    corpus = base / "corpus"
+    return [Dataset(name=path.stem, root=base, tasks=load_annotation(path, base, []), source=path,
+                    corpus=corpus if (corpus / "docs.jsonl").is_file() else None)]
+
+
+@register_loader("vistaarena-datasets", detect=_is_datasets_json)
+def load_datasets_json(path: Path, root: Path | None = None) -> list[Dataset]:
+    config = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for name, entry in config.items():
+        where = f"{path}: dataset {name!r}"
+        base = (root or (path.parent / entry.get("root", "."))).resolve()
+        annotation = Path(entry["annotation"])
+        candidates = [annotation] if annotation.is_absolute() else [base / annotation, path.parent / annotation]
+        found = next((c for c in candidates if c.is_file()), None)
+        if found is None:
+            raise DatasetError(f"{where}: field annotation: {entry['annotation']!r} not found under {base}")
+        reward_fn = [str(r) for r in _as_list(entry.get("reward_fn"))]
+        arguments = (entry.get("input_template") or {}).get("arguments") or {}
+        corpus = base / "corpus"
+        world = base if (base / "world.json").is_file() else None
+        out.append(Dataset(name=name, root=base, tasks=load_annotation(found, base, reward_fn), source=found,
+                           world=world, corpus=corpus if (corpus / "docs.jsonl").is_file() else None,
+                           system_prompt=arguments.get("system_prompt"),
+                           format_instruction=arguments.get("format_instruction"), reward_fn=reward_fn))
+    return out

@@ -7,7 +7,9 @@ Modes (tool option `image_search`):
   crop) over the world's image index;
 - `auto` (default): `index` when the dataset's world has an image index, else `stored`;
 - `web`: a text-to-image lookup on the live web (`tools.web_search`; the tool then
-  takes `query` instead of `img_idx`, since no web backend here searches by image).
+  takes `query` instead of `img_idx`);
+- `live`: a true reverse search of any image in context (crops included) on Google
+  Lens through Serper or SerpAPI, the image published by an image host (`tools.lens`).
 """
 
 from __future__ import annotations
@@ -67,12 +69,22 @@ class ImageSearchTool(Tool):
                 raise ValueError("image_search=web needs the live web: --web live|record|replay|refresh")
             check_web_options(self.options)
             self.Args, self.description = WebImageSearchArgs, WEB_IMAGE_DESCRIPTION
+        elif self.options.image_search == "live":
+            from tools.lens import check_live_options
+            from tools.web_search import check_web_options
+
+            check_live_options(self.options)
+            check_web_options(self.options)
 
     async def run(self, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
         if self.options.image_search == "web":
             return await web_for(self).image_search(args.query)
         if not 0 <= args.img_idx < len(ctx.images):
             raise ToolArgumentError(f"img_idx {args.img_idx} is out of range: {len(ctx.images)} image(s) in context")
+        if self.options.image_search == "live":
+            from tools.lens import lens_for
+
+            return await lens_for(self).search(ctx.images[args.img_idx], ctx.blobs)
         mode = self.options.image_search
         index = _index_for(ctx.dataset.world) if mode in ("auto", "index") else None
         if mode == "index" and index is None:

@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
+import numpy as np
 from PIL import Image
 
 PAGES = {
@@ -54,8 +55,7 @@ def png(color: tuple[int, int, int], size: tuple[int, int] = (60, 40)) -> bytes:
 def classify(data: bytes) -> str:
     """white / red / blue: the named colour nearest to the image's mean colour."""
     image = Image.open(io.BytesIO(data)).convert("RGB").resize((32, 32))
-    pixels = list(image.getdata())
-    mean = tuple(sum(p[i] for p in pixels) / len(pixels) for i in range(3))
+    mean = np.asarray(image, dtype=float).reshape(-1, 3).mean(axis=0)
     return min(COLORS, key=lambda name: sum((a - b) ** 2 for a, b in zip(COLORS[name], mean)))
 
 

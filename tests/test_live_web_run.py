@@ -143,12 +143,19 @@ def test_two_spent_keys_rotate_then_stop_the_web_with_one_message(tmp_path: Path
     script = {f"q{i}": [{"tool": "text_search_tool", "arguments": {"query": f"Orvanta question {i}"}},
                         {"answer": "1874"}] for i in range(1, 5)}
     caplog.set_level(logging.WARNING)
+    cfg = config(tmp_path, data, script, "pool", web="live", web_provider="serper", web_endpoint=fake.base,
+                 fetch_pages=False, web_min_interval=0.0).model_copy(update={"concurrency": 1})
     try:
-        cfg = config(tmp_path, data, script, "pool", web="live", web_provider="serper", web_endpoint=fake.base,
-                     fetch_pages=False, web_min_interval=0.0)
-        result = run(cfg.model_copy(update={"concurrency": 1}))
+        result = run(cfg)
+        fake.credits["serper-pool-key-new-3333"] = None
+        monkeypatch.setenv("SERPER_API_KEY", "serper-pool-key-new-3333")
+        resumed = run(cfg)
     finally:
         fake.stop()
+    assert sorted((e.task.id, e.finish_reason) for e in resumed.episodes) == [
+        ("q1", "answered"), ("q2", "answered"), ("q3", "answered"), ("q4", "answered")]
+    assert resumed.ran == 2 and fake.keys_used[-2:] == ["serper-pool-key-new-3333"] * 2, \
+        "resume re-ran the two stopped episodes with the new key"
     finish = {e.task.id: (e.finish_reason, e.error) for e in result.episodes}
     assert [finish[t][0] for t in ("q1", "q2", "q3", "q4")] == ["answered", "answered", "error", "error"]
     message = ("serper: all 2 API key(s) in $SERPER_API_KEY are spent (key 1: HTTP 400: Not enough credits; "
@@ -157,7 +164,7 @@ def test_two_spent_keys_rotate_then_stop_the_web_with_one_message(tmp_path: Path
     assert finish["q3"][1] == finish["q4"][1] == message
     q3 = next(e for e in result.episodes if e.task.id == "q3")
     assert q3.steps[-1].observation.text == f"Error: {message}"
-    assert fake.calls["/search"] == 2 and fake.refusals["credits"] == 2, "q4 made no request"
+    assert fake.refusals["credits"] == 2 and fake.keys_used[:2] == keys, "q4 made no request"
     pool_logs = [r for r in caplog.records if r.name == "tools.keypool"]
     assert [r.levelname for r in pool_logs] == ["WARNING", "ERROR"], "one rotation, one stop"
     assert all(k not in caplog.text for k in keys)

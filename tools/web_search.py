@@ -5,8 +5,9 @@ and `--cassette FILE`); `--web offline` (the default) keeps the world's corpus a
 image index. What one text search does, after VistaArena (PROTOCOLS.md §1):
 
 1. a search listing of the top-k results from a provider: `ddgs` (default; the
-   DuckDuckGo-search family of engines, no key needed) or `searxng` (any
-   SearXNG-compatible JSON endpoint, `--tool-option web_endpoint=URL`);
+   DuckDuckGo-search family of engines, no key needed), `searxng` (any
+   SearXNG-compatible JSON endpoint, `--tool-option web_endpoint=URL`) or `serper`
+   (Google, as VistaArena used; keys and rotation in `tools.serper`);
 2. each result's page fetched in headless Chromium (images, style sheets, fonts
    and media blocked; `page_timeout`, default 20 s; text capped at
    `page_max_chars`), falling back to the listing's snippet when the page fails;
@@ -16,11 +17,12 @@ image index. What one text search does, after VistaArena (PROTOCOLS.md §1):
    results; else extractively (the sentences sharing most query terms).
 
 `image_search_tool` in mode `web` (`--image-search web`) is a text-to-image
-lookup: ddgs and SearXNG search images by words, neither takes an image, so
-reverse search by image stays with the offline index (the default mode).
+lookup (the providers' image search by words); mode `live` reverse-searches an
+image in context on Google Lens (`tools.lens`).
 
 Listing requests are spaced by `web_min_interval` seconds and retried with
-tenacity on rate limits and timeouts; an unreachable network (no DNS, refused
+tenacity on rate limits and timeouts (never sooner than a `Retry-After` says);
+an unreachable network (no DNS, refused
 connection) fails at once with an error observation, and the run goes on.
 Pages and thumbnails on loopback or private addresses (IP literals and
 `localhost`) are refused unless `allow_private_hosts` is set (tests use it).

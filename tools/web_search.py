@@ -22,8 +22,8 @@ image in context on Google Lens (`tools.lens`).
 
 Listing requests are spaced by `web_min_interval` seconds and retried with
 tenacity on rate limits and timeouts (never sooner than a `Retry-After` says);
-an unreachable network (no DNS, refused
-connection) fails at once with an error observation, and the run goes on.
+an unreachable network (no DNS, refused connection) fails at once with an error
+observation, and the run goes on.
 Pages and thumbnails on loopback or private addresses (IP literals and
 `localhost`) are refused unless `allow_private_hosts` is set (tests use it).
 Every listing, page, summary and thumbnail goes through the cassette, and the

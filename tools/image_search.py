@@ -73,8 +73,8 @@ class ImageSearchTool(Tool):
             from tools.lens import check_live_options
             from tools.web_search import check_web_options
 
-            check_live_options(self.options)
             check_web_options(self.options)
+            check_live_options(self.options)
 
     async def run(self, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
         if self.options.image_search == "web":

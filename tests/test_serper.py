@@ -12,7 +12,6 @@ import pytest
 
 from arena.tool import ToolOptions, ToolOutage
 from tests.support.fake_serper import FakeGoogleApis
-from tools.cassette import Cassette
 from tools.keypool import KeyPool, KeysExhausted, scrub
 from tools.serper import SerperClient, SerperProvider, retry_after_seconds
 from tools.web_search import WebSearch, WebUnavailable, check_web_options

@@ -8,6 +8,7 @@ import os
 from contextlib import contextmanager
 from typing import Iterator
 
+import httpx
 import pytest
 
 VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION")
@@ -15,7 +16,7 @@ VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "
 
 @contextmanager
 def local_s3(bucket: str) -> Iterator[str]:
-    """Start the server, set the AWS_* variables, create `bucket`; yields the endpoint URL."""
+    """Start the server (empty), set the AWS_* variables, create `bucket`; yields the endpoint URL."""
     import boto3
     from moto.server import ThreadedMotoServer
 
@@ -24,6 +25,7 @@ def local_s3(bucket: str) -> Iterator[str]:
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
+    httpx.post(f"{endpoint}/moto-api/reset").raise_for_status()  # moto keeps buckets per process, not per server
     with pytest.MonkeyPatch.context() as env:
         env.setenv("AWS_ENDPOINT_URL", endpoint)
         env.setenv("AWS_ACCESS_KEY_ID", "arena-test-access-key")

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from arena.images import ImageError, open_image
 from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolResult, register_tool
 from tools.image_index import ReverseImageIndex
+from tools.lens import check_live_options, lens_for
 from tools.search_results import MAX_IMAGE_RESULTS, THUMBNAIL_SIDE
 from tools.web_search import (WEB_IMAGE_DESCRIPTION, WebImageSearchArgs, WebOptions, check_web_options, close_web_for,
                               web_for)
@@ -49,9 +50,9 @@ def _index_for(world: Path | None):
 
 
 class ImageSearchOptions(WebOptions):
-    """`image_search`: `auto`, `stored`, `index` or `web` (see the module docstring)."""
+    """`image_search`: `auto`, `stored`, `index`, `web` or `live` (see the module docstring)."""
 
-    image_search: Literal["auto", "stored", "index", "web"] = "auto"
+    image_search: Literal["auto", "stored", "index", "web", "live"] = "auto"
 
 
 @register_tool
@@ -70,9 +71,6 @@ class ImageSearchTool(Tool):
             check_web_options(self.options)
             self.Args, self.description = WebImageSearchArgs, WEB_IMAGE_DESCRIPTION
         elif self.options.image_search == "live":
-            from tools.lens import check_live_options
-            from tools.web_search import check_web_options
-
             check_web_options(self.options)
             check_live_options(self.options)
 
@@ -82,8 +80,6 @@ class ImageSearchTool(Tool):
         if not 0 <= args.img_idx < len(ctx.images):
             raise ToolArgumentError(f"img_idx {args.img_idx} is out of range: {len(ctx.images)} image(s) in context")
         if self.options.image_search == "live":
-            from tools.lens import lens_for
-
             return await lens_for(self).search(ctx.images[args.img_idx], ctx.blobs)
         mode = self.options.image_search
         index = _index_for(ctx.dataset.world) if mode in ("auto", "index") else None

@@ -33,8 +33,8 @@ from arena.tool import ToolError, ToolOptions, ToolResult
 
 from tools.cassette import Recorded
 from tools.image_host import ImageHost, image_host
-from tools.image_search import MAX_RESULTS
 from tools.keypool import KeyPool, scrub
+from tools.search_results import MAX_IMAGE_RESULTS
 from tools.serper import DEFAULT_ENDPOINT as SERPER_ENDPOINT
 from tools.serper import DEFAULT_KEY_ENV as SERPER_KEY_ENV
 from tools.serper import SerperClient, check_retry_after, error_message
@@ -190,7 +190,7 @@ class LiveImageSearch:
                 del self._published[digest]
             raise
 
-    async def search(self, image: ContextImage, blobs, n: int = MAX_RESULTS) -> ToolResult:
+    async def search(self, image: ContextImage, blobs, n: int = MAX_IMAGE_RESULTS) -> ToolResult:
         """The image_search_tool observation (live mode) for one image in context."""
         algo, _, name = image.blob_id.partition(":")
         digest, _, ext = name.partition(".")

@@ -13,8 +13,12 @@ The API, as documented at https://serper.dev and its playground (request and res
   "position", ...}]}`;
 - `/lens` answers `{"organic": [{"title", "source", "link", "imageUrl", "thumbnailUrl"}]}`;
 - errors are JSON `{"message", "statusCode"}`: HTTP 403 `Unauthorized.` for a wrong key, HTTP 400
-  `Not enough credits` for a spent one (both rotate to the next key of the pool), HTTP 429 when
-  requests come too fast (retried, honouring `Retry-After`).
+  `Not enough credits` for a spent one (both rotate to the next key of the pool; these bodies are the
+  ones users report verbatim, Serper publishes no error reference), HTTP 429 when requests exceed the
+  package's queries per second (retried with backoff; Serper documents no `Retry-After`, but one sent
+  by the service or a proxy in front of it is honoured).
+- billing (serper.dev pricing table): one credit per successful query of up to 10 results; `num=100`
+  costs two. Failed requests cost nothing.
 
 Only `{title, url, snippet}` (search) or `{title, url, image, thumbnail}` (images, lens) of each result
 is kept, so that is what the cassette records; the key is sent in a header and recorded nowhere.

@@ -9,8 +9,10 @@ Wire formats, from the providers' documentation:
   position}] (images), `organic` [{title, source, link, imageUrl, thumbnailUrl}] (lens), and `credits`.
   Serper publishes no error reference; the bodies used here are the ones its API returns as quoted
   verbatim in public bug reports: HTTP 403 `{"message":"Unauthorized.","statusCode":403}` for a wrong
-  key and HTTP 400 `{"message":"Not enough credits","statusCode":400}` for a spent one. The 429 body
-  (`Too many requests`) and its `Retry-After` header are this fake's assumption of a standard rate limit.
+  key and HTTP 400 `{"message":"Not enough credits","statusCode":400}` for a spent one. Serper signals
+  too many queries per second by HTTP 429 and documents no rate-limit headers; the 429 body here
+  (`Too many requests`) is an assumption, and the fake adds a `Retry-After` header to check that one is
+  honoured when a provider or proxy sends it.
 - SerpAPI (https://serpapi.com/google-lens-api and https://serpapi.com/api-status-and-error-codes):
   `GET /search.json?engine=google_lens&url=...&api_key=...`; answers `search_metadata` and
   `visual_matches` [{position, title, link, source, thumbnail, image, ...}]; errors `{"error": ...}`:

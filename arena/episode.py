@@ -2,8 +2,9 @@
 
 Every failure becomes data: a malformed call, an unknown tool, bad arguments, a
 tool that raises or times out all become error observations the model sees, and
-the episode goes on. Only a failing agent (endpoint down after retries) or a task
-whose images cannot be read ends an episode with finish_reason "error".
+the episode goes on. Only a failing agent (endpoint down after retries), a task
+whose images cannot be read, or a tool outage (`ToolOutage`: e.g. every API key
+spent) ends an episode with finish_reason "error".
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from .images import ImageError
 from .paths import PathEscapeError
 from .protocol import extract_answer
 from .task import Task, TaskRef
-from .tool import Tool, ToolArgumentError, ToolContext, ToolError
+from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage
 from .trajectory import Episode, Observation, Step, Totals, Usage, clip, episode_key
 
 MAX_OBSERVATION_CHARS = 32_000
@@ -121,6 +122,12 @@ class _Run:
         except ToolError as exc:
             step.error = str(exc)
             step.observation = Observation(text=f"Error: {exc}", error=True)
+        except ToolOutage as exc:
+            step.tool_seconds = time.perf_counter() - started
+            step.error = str(exc)
+            step.observation = Observation(text=f"Error: {exc}", error=True)
+            self.count_call(name)
+            raise
         except asyncio.TimeoutError:
             step.error = f"{name} timed out after {tool.options.tool_timeout:g} s"
             step.observation = Observation(text=f"Error: {step.error}", error=True)
@@ -260,7 +267,7 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
                     run.totals.ignored_calls += 1 if step.action == "tool_call" else 0
     except AgentError as exc:
         finish, error = "error", str(exc)
-    except (ImageError, PathEscapeError) as exc:
+    except (ImageError, PathEscapeError, ToolOutage) as exc:
         finish, error = "error", str(exc)
     except Exception as exc:  # an arena bug: record it, keep the run going
         finish, error = "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"

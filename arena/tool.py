@@ -27,6 +27,11 @@ class ToolArgumentError(ToolError):
     """The call itself is wrong (schema violation, empty or inverted box): counted as an invalid call."""
 
 
+class ToolOutage(Exception):
+    """The tool can serve no more calls in this run (e.g. every API key is spent): the episode ends with
+    finish_reason `error` and this message, so `arena resume` re-runs it once the cause is fixed."""
+
+
 @dataclass
 class ToolResult:
     """Text for the model, images to add to the context, structured data for the log."""

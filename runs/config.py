@@ -13,6 +13,7 @@ from arena.budget import Budget
 from arena.tool import ToolOptions
 
 _SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)
+_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@\s]+@", re.I)
 
 
 class AgentChoice(BaseModel):
@@ -102,13 +103,16 @@ class RunConfig(BaseModel):
 
 
 def redact(value: Any, key: str = "") -> Any:
-    """Mask values of secret-looking keys (names of environment variables are kept)."""
+    """Mask values of secret-looking keys (names of environment variables are kept) and the
+    `user:password@` part of URLs."""
     if isinstance(value, dict):
         return {k: redact(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v, key) for v in value]
     if key and _SECRET.search(key) and not key.endswith("_env") and isinstance(value, str) and value:
         return "***"
+    if isinstance(value, str) and "@" in value:
+        return _USERINFO.sub(r"\1***@", value)
     return value
 
 

@@ -7,7 +7,9 @@ Modes (tool option `image_search`):
   crop) over the world's image index;
 - `auto` (default): `index` when the dataset's world has an image index, else `stored`;
 - `web`: a text-to-image lookup on the live web (`tools.web_search`; the tool then
-  takes `query` instead of `img_idx`, since no web backend here searches by image).
+  takes `query` instead of `img_idx`);
+- `live`: a true reverse search of any image in context (crops included) on Google
+  Lens through Serper or SerpAPI, the image published by an image host (`tools.lens`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pydantic import BaseModel, Field
 from arena.images import ImageError, open_image
 from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolResult, register_tool
 from tools.image_index import ReverseImageIndex
+from tools.lens import check_live_options, lens_for
 from tools.search_results import MAX_IMAGE_RESULTS, THUMBNAIL_SIDE
 from tools.web_search import (WEB_IMAGE_DESCRIPTION, WebImageSearchArgs, WebOptions, check_web_options, close_web_for,
                               web_for)
@@ -47,9 +50,9 @@ def _index_for(world: Path | None):
 
 
 class ImageSearchOptions(WebOptions):
-    """`image_search`: `auto`, `stored`, `index` or `web` (see the module docstring)."""
+    """`image_search`: `auto`, `stored`, `index`, `web` or `live` (see the module docstring)."""
 
-    image_search: Literal["auto", "stored", "index", "web"] = "auto"
+    image_search: Literal["auto", "stored", "index", "web", "live"] = "auto"
 
 
 @register_tool
@@ -67,12 +70,17 @@ class ImageSearchTool(Tool):
                 raise ValueError("image_search=web needs the live web: --web live|record|replay|refresh")
             check_web_options(self.options)
             self.Args, self.description = WebImageSearchArgs, WEB_IMAGE_DESCRIPTION
+        elif self.options.image_search == "live":
+            check_web_options(self.options)
+            check_live_options(self.options)
 
     async def run(self, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
         if self.options.image_search == "web":
             return await web_for(self).image_search(args.query)
         if not 0 <= args.img_idx < len(ctx.images):
             raise ToolArgumentError(f"img_idx {args.img_idx} is out of range: {len(ctx.images)} image(s) in context")
+        if self.options.image_search == "live":
+            return await lens_for(self).search(ctx.images[args.img_idx], ctx.blobs)
         mode = self.options.image_search
         index = _index_for(ctx.dataset.world) if mode in ("auto", "index") else None
         if mode == "index" and index is None:

@@ -5,8 +5,9 @@ and `--cassette FILE`); `--web offline` (the default) keeps the world's corpus a
 image index. What one text search does, after VistaArena (PROTOCOLS.md §1):
 
 1. a search listing of the top-k results from a provider: `ddgs` (default; the
-   DuckDuckGo-search family of engines, no key needed) or `searxng` (any
-   SearXNG-compatible JSON endpoint, `--tool-option web_endpoint=URL`);
+   DuckDuckGo-search family of engines, no key needed), `searxng` (any
+   SearXNG-compatible JSON endpoint, `--tool-option web_endpoint=URL`) or `serper`
+   (Google, as VistaArena used; keys and rotation in `tools.serper`);
 2. each result's page fetched in headless Chromium (images, style sheets, fonts
    and media blocked; `page_timeout`, default 20 s; text capped at
    `page_max_chars`), falling back to the listing's snippet when the page fails;
@@ -16,12 +17,13 @@ image index. What one text search does, after VistaArena (PROTOCOLS.md §1):
    results; else extractively (the sentences sharing most query terms).
 
 `image_search_tool` in mode `web` (`--image-search web`) is a text-to-image
-lookup: ddgs and SearXNG search images by words, neither takes an image, so
-reverse search by image stays with the offline index (the default mode).
+lookup (the providers' image search by words); mode `live` reverse-searches an
+image in context on Google Lens (`tools.lens`).
 
 Listing requests are spaced by `web_min_interval` seconds and retried with
-tenacity on rate limits and timeouts; an unreachable network (no DNS, refused
-connection) fails at once with an error observation, and the run goes on.
+tenacity on rate limits and timeouts (never sooner than a `Retry-After` says);
+an unreachable network (no DNS, refused connection) fails at once with an error
+observation, and the run goes on.
 Pages and thumbnails on loopback or private addresses (IP literals and
 `localhost`) are refused unless `allow_private_hosts` is set (tests use it).
 Every listing, page, summary and thumbnail goes through the cassette, and the
@@ -50,7 +52,12 @@ from arena.tool import ToolError, ToolOptions, ToolResult
 from tools.cassette import Cassette, Recorded, normalize_text, normalize_url, validate_mode
 from tools.chromium import SharedChromium
 from tools.corpus_index import summarize as extractive_summary
+from tools.keypool import KeyPool
 from tools.search_results import MAX_IMAGE_RESULTS, THUMBNAIL_SIDE, SearchResult, format_results
+from tools.serper import DEFAULT_ENDPOINT as SERPER_ENDPOINT
+from tools.serper import DEFAULT_KEY_ENV as SERPER_KEY_ENV
+from tools.serper import SerperClient, SerperProvider
+from tools.web_errors import TransientSearchError, WebConfigError, WebUnavailable
 
 LISTING_VERSION = 1
 PAGE_BACKEND = "chromium.page/1"
@@ -79,18 +86,6 @@ class WebOptions(ToolOptions):
 
     web: Literal["offline", "live", "record", "replay", "refresh"] = "offline"
     cassette: str | None = None
-
-
-class WebConfigError(ValueError):
-    """Web options that cannot work (unknown provider, missing endpoint, half a summariser)."""
-
-
-class WebUnavailable(ToolError):
-    """The search provider cannot be reached or refused the request for good."""
-
-
-class TransientSearchError(Exception):
-    """A rate limit or timeout: retried with backoff."""
 
 
 class PageError(Exception):
@@ -363,6 +358,7 @@ class WebSearch:
         self._pace = asyncio.Lock()
         self._last_request = 0.0
         self.provider_calls = 0
+        self.attachments: dict[str, Any] = {}  # run-wide helpers built on this WebSearch (the live Lens search)
 
     @classmethod
     def from_options(cls, options: ToolOptions) -> "WebSearch":
@@ -379,8 +375,10 @@ class WebSearch:
                                                     safesearch=get("web_safesearch", "moderate"))
         elif provider_name == "searxng":
             provider = SearxngProvider(get("web_endpoint", ""), timeout=timeout, proxy=proxy)
+        elif provider_name == "serper":
+            provider = serper_provider(options, timeout=timeout, proxy=proxy)
         else:
-            raise WebConfigError(f"unknown web_provider {provider_name!r}; known: ddgs, searxng")
+            raise WebConfigError(f"unknown web_provider {provider_name!r}; known: ddgs, searxng, serper")
         summarizer = None
         if get("summarizer_model") or get("summarizer_base_url"):
             if not (get("summarizer_model") and get("summarizer_base_url")):
@@ -400,10 +398,14 @@ class WebSearch:
 
     # -- listings -------------------------------------------------------------------------------------------
 
+    def _wait(self, state) -> float:
+        """Exponential backoff with jitter, but never shorter than the provider's Retry-After."""
+        backoff = (wait_exponential(multiplier=self.retry_initial, max=30.0) + wait_random(0, self.retry_initial))
+        hinted = getattr(state.outcome.exception(), "retry_after", None) if state.outcome else None
+        return max(backoff(state), hinted or 0.0)
+
     async def _paced(self, call: Callable[[], list[dict[str, str]]]) -> list[dict[str, str]]:
-        async for attempt in AsyncRetrying(stop=stop_after_attempt(self.retries + 1),
-                                           wait=wait_exponential(multiplier=self.retry_initial, max=30.0)
-                                           + wait_random(0, self.retry_initial),
+        async for attempt in AsyncRetrying(stop=stop_after_attempt(self.retries + 1), wait=self._wait,
                                            retry=retry_if_exception_type(TransientSearchError), reraise=True):
             with attempt:
                 async with self._pace:
@@ -536,6 +538,8 @@ class WebSearch:
                                           "image": r.get("image", "")} for r in rows]})
 
     async def aclose(self) -> None:
+        for attachment in self.attachments.values():
+            await attachment.aclose()
         await self.fetcher.aclose()
         if self.summarizer is not None:
             await self.summarizer.aclose()
@@ -544,6 +548,16 @@ class WebSearch:
 
 async def _none() -> None:
     return None
+
+
+def serper_provider(options: ToolOptions, *, timeout: float, proxy: str | None) -> SerperProvider:
+    """`web_provider=serper` from the run options (`web_endpoint`, `web_api_key_env`, `serper_gl`, ...)."""
+    get = lambda name, default=None: getattr(options, name, default)  # noqa: E731
+    pool = KeyPool.from_env(get("web_api_key_env") or SERPER_KEY_ENV, "serper", required=options.web != "replay")
+    client = SerperClient(pool, endpoint=get("web_endpoint") or SERPER_ENDPOINT, timeout=timeout, proxy=proxy,
+                          max_retry_after=float(get("web_max_retry_after", 60.0)))
+    return SerperProvider(client, gl=get("serper_gl", "us"), hl=get("serper_hl", "en"),
+                          num=int(get("serper_num", 10)))
 
 
 _SHARED: dict[int, tuple[ToolOptions, WebSearch]] = {}
@@ -575,3 +589,5 @@ def check_web_options(options: ToolOptions) -> None:
     options = WebOptions.model_validate(options.model_dump())
     if options.web != "offline":
         validate_mode(options.web, options.cassette)
+        if getattr(options, "web_provider", "ddgs") == "serper" and options.web != "replay":
+            KeyPool.from_env(getattr(options, "web_api_key_env", None) or SERPER_KEY_ENV, "serper")

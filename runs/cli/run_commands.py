@@ -103,8 +103,8 @@ def run_grid(
     judge_with_image: bool = typer.Option(False, help="Attach the task image to LLM judge calls."),
     top_k: int = typer.Option(3, help="Text search results per call (paper: 3)."),
     bbox_coords: str = typer.Option("relative", help="Crop box coordinates: relative (0-1000) or pixel."),
-    image_search: str = typer.Option("auto", help="Reverse image search: auto, stored, index; or web (text-to-image "
-                                     "lookup on the live web)."),
+    image_search: str = typer.Option("auto", help="Reverse image search: auto, stored, index; web (text-to-image "
+                                     "lookup on the live web); live (Google Lens of any image in context)."),
     web: str = typer.Option("offline", help="offline (world/corpus), live, record, replay or refresh (cassettes)."),
     cassette: Optional[Path] = typer.Option(None, help="Cassette file (default with --web: <run>/cassettes.sqlite)."),
     tool_option: list[str] = typer.Option([], help="Extra tool option key=value."),

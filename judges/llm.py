@@ -7,7 +7,8 @@ first Yes. Each call has a system message (the grading principles) and a user me
 answer, the extracted answer) followed by the item's image, smart-resized (factor 32, 65,536 to 8,294,400
 pixels, bicubic) and sent as JPEG quality 85; temperature 0. An empty extracted answer is still judged, as in the
 original. `with_image=False` sends text only. `rules="strict"` uses the arena's own answer and normalisation
-instead (the episode's answer; no call for an empty one).
+instead (the episode's answer; no call for an empty one). In tool settings a correct verdict also gets an
+evidence verdict (`judges/evidence.py`; `evidence=False` turns it off).
 
 The judge must reply `<judge>Yes|No</judge><reason>...</reason>`; a reply without a single verdict is a judge
 error (scored 0, counted, fixable by re-judging) unless a later accepted answer gets a Yes. Calls are cached by
@@ -34,6 +35,7 @@ from arena.judge import Judge, register_judge, text_hash
 from arena.trajectory import Episode
 from arena.verdict import Verdict
 
+from .evidence import EvidenceJudge
 from .normalized import em_published, extract_answer_published, final_output, normalized_match
 
 SYSTEM_PROMPT = """You grade a model's answer to a question about an image against a reference answer.
@@ -167,15 +169,24 @@ class LLMJudge(ModelJudge):
     prompt_hash = PROMPT_HASH
 
     def __init__(self, endpoint: EndpointConfig, with_image: bool = True, cache_path: str | Path | None = None,
-                 rules: str = "published"):
+                 rules: str = "published", evidence: bool = True):
         if rules not in ("published", "strict"):
             raise ValueError(f"rules must be 'published' or 'strict', got {rules!r}")
         super().__init__(endpoint, cache_path)
         self.with_image = with_image
         self.rules = rules
+        self.evidence = EvidenceJudge(self.endpoint, endpoint.model) if evidence else None
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "with_image": self.with_image, "rules": self.rules}
+        return {**super().describe(), "with_image": self.with_image, "rules": self.rules,
+                "evidence": self.evidence is not None}
+
+    async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
+        """The correctness verdict, then (tool settings, correct answers) whether the evidence supports it."""
+        verdict = await self.judge_answer(episode, blobs)
+        if self.evidence is None:
+            return verdict
+        return await self.evidence.check(verdict, episode, verdict.extracted or "", blobs, judge_image_jpeg)
 
     def candidate(self, episode: Episode) -> str | None:
         """The answer the judge sees: the published extraction of the final output (None only under strict)."""
@@ -203,7 +214,7 @@ class LLMJudge(ModelJudge):
             await self.cache.put(key, response.content)
         return response.content
 
-    async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
+    async def judge_answer(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
         answer = self.candidate(episode)
         base = dict(judge_model=self.config.model, prompt_hash=PROMPT_HASH, extracted=answer)
         if answer is None:
@@ -244,9 +255,9 @@ class LLMJudge(ModelJudge):
 
 @register_judge("llm")
 def llm(model: str, base_url: str, api_key_env: str | None = None, with_image: bool = True,
-        rules: str = "published", cache_path: str | None = None, timeout: float = 120.0, max_retries: int = 4,
+        rules: str = "published", evidence: bool = True, cache_path: str | None = None, timeout: float = 120.0, max_retries: int = 4,
         retry_initial: float = 1.0, max_tokens: int | None = 512) -> LLMJudge:
     endpoint = EndpointConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout=timeout,
                               max_retries=max_retries, retry_initial=retry_initial, temperature=0.0,
                               max_tokens=max_tokens)
-    return LLMJudge(endpoint, with_image=with_image, cache_path=cache_path, rules=rules)
+    return LLMJudge(endpoint, with_image=with_image, cache_path=cache_path, rules=rules, evidence=evidence)

@@ -30,6 +30,7 @@ from arena.judge import Judge, register_judge
 from arena.trajectory import Episode
 from arena.verdict import Verdict
 
+from .evidence import deterministic
 from .normalized import final_output, visible_tail
 
 LETTERS = "ABCD"
@@ -132,7 +133,8 @@ class MCQJudge(Judge):
         accepted = accepted_published(episode.task.answers, episode.task.options)
         correct = choice is not None and choice in accepted
         rationale = "no option letter found" if choice is None else f"chose {choice}; accepted {sorted(accepted)}"
-        return self.verdict(episode, score=float(correct), correct=correct, extracted=choice, rationale=rationale)
+        return deterministic(self.verdict(episode, score=float(correct), correct=correct, extracted=choice,
+                                          rationale=rationale), episode)
 
 
 class StrictMCQJudge(Judge):

@@ -29,6 +29,8 @@ from arena.judge import Judge, register_judge
 from arena.trajectory import Episode
 from arena.verdict import Verdict
 
+from .evidence import deterministic
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _SPACES = re.compile(r"\s+")
 _THINK_END = re.compile(r"</think(?:ing)?>")
@@ -116,8 +118,8 @@ class NormalizedJudge(Judge):
         match = em_published(answer, episode.task.answers)
         rationale = (f"matches {match!r} after normalisation" if match is not None
                      else "matches no accepted answer after normalisation")
-        return self.verdict(episode, score=1.0 if match is not None else 0.0, correct=match is not None,
-                            extracted=answer, rationale=rationale)
+        return deterministic(self.verdict(episode, score=1.0 if match is not None else 0.0, correct=match is not None,
+                                          extracted=answer, rationale=rationale), episode)
 
 
 class StrictNormalizedJudge(Judge):

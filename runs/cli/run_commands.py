@@ -20,7 +20,7 @@ from runs.replay import check_episode, show_episode
 from runs.report import build_report
 from runs.rundata import load_run
 from runs.store import RunStore
-from runs.table import summary_table
+from runs.table import summary_table, support_lines
 from runs.viewer import write_viewer
 
 from .common import console, execute_with_progress, fail, parse_kv, print_result, split_values
@@ -238,6 +238,8 @@ def judge_run(
             fail(str(exc))
         console.print(f"{result.judge}: scored {result.scored} episode(s), {result.skipped} already had a verdict")
         console.print(summary_table(result.summary, title=f"{run_dir.name} (judge: {result.judge})"))
+        for line in support_lines(result.summary):
+            console.print(line, markup=False)
     if result is not None and result.agreements:
         console.print(agreement_rich(result.agreements))
 
@@ -355,52 +357,3 @@ def fork(run_dir: Path,
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     print_result(result)
-
-
-@app.command()
-def annotate(run_dir: Path,
-             sample: int = typer.Option(210, help="Answers to sample (paper: 210)."),
-             stratify: str = typer.Option("level,setting,agent", help="Fields to stratify by: level, setting, agent, "
-                                          "category, suite, max_rounds."),
-             seed: int = typer.Option(0, help="Seed of the sample."),
-             judge: str = typer.Option("auto", help="Whose verdicts the labels will be compared with."),
-             out: Optional[Path] = typer.Option(None, help="HTML file (default: RUN/annotate-SEED.html).")) -> None:
-    """Write a self-contained HTML page where a person labels a stratified sample of the run's answers."""
-    from runs.annotate import write_annotation_page
-    from runs.rundata import load_run
-
-    try:
-        run = load_run(run_dir, judge)
-        path, count = write_annotation_page(run, out or run_dir / f"annotate-{seed}.html", sample,
-                                            [s for s in _split([stratify]) if s], seed)
-    except (ValueError, OSError) as exc:
-        _fail(str(exc))
-    console.print(f"annotation page: {path} ({count} answers)")
-
-
-@app.command("agreement")
-def agreement_cmd(run_dir: Path,
-                  labels: list[Path] = typer.Argument(..., help="Label files saved from the annotation page."),
-                  judge: str = typer.Option("auto", help="Whose verdicts the labels are compared with.")) -> None:
-    """Agreement of human labels with the judge (percent, Cohen's kappa) and across annotators (Fleiss' kappa)."""
-    from runs.agreement import agreement_report
-    from runs.rundata import load_run
-
-    try:
-        report = agreement_report(load_run(run_dir, judge), labels)
-    except (ValueError, OSError) as exc:
-        _fail(str(exc))
-    table = Table(title=f"human labels vs judge {report.judge}", title_justify="left")
-    for name in ("annotator", "answers", "agree %", "Cohen's kappa", "too vague", "ambiguous"):
-        table.add_column(name)
-    rows = report.raters + ([report.majority] if report.majority is not None else [])
-    for r in rows:
-        table.add_row(r.name, str(r.items), "–" if r.percent is None else f"{r.percent:.1f}",
-                      "–" if r.kappa is None else f"{r.kappa:.3f}", str(r.too_vague), str(r.ambiguous))
-    console.print(table)
-    if report.majority is not None:
-        kappa = "–" if report.fleiss_kappa is None else f"{report.fleiss_kappa:.3f}"
-        console.print(f"Fleiss' kappa across {len(report.raters)} annotators: {kappa} "
-                      f"({report.fleiss_items} answers labelled by all)")
-    for note in report.notes:
-        console.print(f"[yellow]{note}[/yellow]")

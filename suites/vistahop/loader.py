@@ -64,6 +64,8 @@ def item_to_task(item: dict[str, Any], where: str, reward_fn: list[str]) -> Task
     mcq = "em_score_mcq" in reward_fn and "llm_score" not in reward_fn
     extra = item.get("extra_info") if isinstance(item.get("extra_info"), dict) else {}
     hops = item.get("hops", extra.get("hops"))
+    path = extra.get("reasoning_path")
+    evidence = [str(v) for v in path if v not in (None, "")] if isinstance(path, list) else []
     return Task(
         id=str(item["id"]) if item.get("id") is not None else content_id(item, "va"),
         suite="vistahop",
@@ -76,6 +78,7 @@ def item_to_task(item: dict[str, Any], where: str, reward_fn: list[str]) -> Task
         category=item.get("category", extra.get("category")),
         metadata={"image_search": stored, "source_item": {k: v for k, v in item.items() if k != "prompt"}},
         judge="mcq" if mcq else ("llm" if "llm_score" in reward_fn else None),
+        evidence=list(dict.fromkeys(evidence)),
     )
 
 

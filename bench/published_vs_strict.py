@@ -18,9 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.tiny_dataset import scene  # noqa: E402
-from tests.test_published_vistahop import EM_OUTPUTS, MCQ_OUTPUTS  # noqa: E402
+from tests.suites.vistahop.test_published import EM_OUTPUTS, MCQ_OUTPUTS  # noqa: E402
 
-ARENA = [sys.executable, "-m", "arena"]
+ARENA = [sys.executable, "-c", "from runs.cli.main import main; main()"]
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.cli import app
+from runs.cli.main import app
 from runs.annotate import allocate, sample_episodes
 from runs.rundata import load_run
 from tests.support.tiny_dataset import scene

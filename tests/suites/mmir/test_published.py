@@ -14,10 +14,10 @@ import re
 
 import pytest
 
-from judges.mmir import MMIR_TOTAL, mmir, mmir_metrics
+from suites.mmir.judge import MMIR_TOTAL, mmir, mmir_metrics
 from judges.metrics import summarize
 from arena.verdict import Verdict
-from tests.published_episodes import final_turn_episode
+from tests.support.published_episodes import final_turn_episode
 from tests.support.openai_server import OpenAIStub
 
 

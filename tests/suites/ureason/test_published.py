@@ -13,9 +13,9 @@ import pytest
 from PIL import Image
 
 from arena.blobs import BlobStore
-from arena.suites.ureason import extract_refined_prompt
-from judges.ureason import read_yes_no, ureason_vlm
-from tests.published_episodes import Observation, Step, final_turn_episode
+from suites.ureason.loader import extract_refined_prompt
+from suites.ureason.judge import read_yes_no, ureason_vlm
+from tests.support.published_episodes import Observation, Step, final_turn_episode
 from tests.support.openai_server import OpenAIStub
 
 

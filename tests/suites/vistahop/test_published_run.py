@@ -9,10 +9,10 @@ import re
 
 from typer.testing import CliRunner
 
-from arena.cli import app
+from runs.cli.main import app
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.tiny_dataset import scene
-from tests.test_published_vistahop import (EM_OUTPUTS, MCQ_OUTPUTS, judge_says, recorded, ref_llm_score,
+from tests.suites.vistahop.test_published import (EM_OUTPUTS, MCQ_OUTPUTS, judge_says, recorded, ref_llm_score,
                                            ref_mcq_correct)
 
 runner = CliRunner()

@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from judges.condchain import condchain
-from tests.published_episodes import final_turn_episode
+from suites.condchain.judge import condchain
+from tests.support.published_episodes import final_turn_episode
 
 
 def ref_label(reply: str) -> str:

@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from judges.carv import carv_llm, parse_correctness
-from tests.published_episodes import final_turn_episode
+from suites.carv.judge import carv_llm, parse_correctness
+from tests.support.published_episodes import final_turn_episode
 from tests.support.openai_server import OpenAIStub
 
 

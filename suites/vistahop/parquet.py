@@ -11,10 +11,13 @@ overrides the detection (from `datasets.json`: the entry's `"columns"`). Detecte
 - image: `image`, `images`, `img`, `image_path`, `image_bytes`: raw bytes, a `{bytes, path}` struct (the
   datasets `Image` feature), or a path relative to the file's directory; a list gives its first element;
 - level: `level`, `difficulty`; hops: `hops`; category: `category`; id: `id`, `idx`, `uid`, `sample_id`,
-  `question_id` (default: the row number). `extra_info.{level,hops,category}` is read too.
+  `question_id` (default: the row number). `extra_info.{level,hops,category}` is read too;
+- stored reverse-image results: `image_search_title_list` and `image_search_thumbnail_list` (paths, bytes or
+  `{bytes, path}` structs; the image-search tool reads embedded thumbnails through `Dataset.embedded`).
 
-Embedded image bytes are not kept at load time: the task refers to them as `parquet:<column>#<row>` and
-`ParquetImages` reads that one row's cell when an episode starts, so the bytes go straight to the run's blobs.
+Embedded image bytes are not kept at load time: the task refers to them as `parquet:<column>#<row>` (and
+`#<row>.<i>` for the i-th image of a list cell) and `ParquetImages` reads that one cell when it is needed (an
+episode starts, a stored thumbnail is shown), so the bytes go straight to the run's blobs.
 A mapping that names a missing column, or a required column that cannot be found, is an error naming the file,
 the column and the columns the file has.
 """
@@ -42,6 +45,8 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "category": ("category",),
     "id": ("id", "idx", "uid", "sample_id", "question_id"),
     "options": ("options", "choices"),
+    "search_titles": ("image_search_title_list",),
+    "search_thumbnails": ("image_search_thumbnail_list",),
 }
 REQUIRED = ("question", "answer")
 REF_PREFIX = "parquet:"
@@ -143,6 +148,16 @@ def _image_ref(value: Any, row: int, column: str, where: str) -> str | None:
                        f"got {type(value).__name__}")
 
 
+def _thumbnail_ref(thumbs: Any, i: int, row: int, column: str | None) -> str | None:
+    """The i-th stored thumbnail: a path, or a reference to embedded bytes (`parquet:<column>#<row>.<i>`)."""
+    value = thumbs[i] if i < len(thumbs) else None
+    if isinstance(value, (bytes, bytearray)) or (isinstance(value, dict) and value.get("bytes")):
+        return f"{REF_PREFIX}{column}#{row}.{i}"
+    if isinstance(value, dict):
+        value = value.get("path")
+    return str(value) if value else None
+
+
 class ParquetImages:
     """Reads the image bytes of one row of a Parquet file on demand (one row group, in small batches)."""
 
@@ -162,9 +177,10 @@ class ParquetImages:
         return self._file
 
     def read(self, ref: str) -> tuple[bytes, str]:
-        column, _, row_text = ref[len(REF_PREFIX):].rpartition("#")
+        column, _, position = ref[len(REF_PREFIX):].rpartition("#")
+        row_text, _, index_text = position.partition(".")
         try:
-            row = int(row_text)
+            row, index = int(row_text), int(index_text or 0)
         except ValueError:
             raise ImageError(f"{self.path}: bad embedded image reference {ref!r}") from None
         meta = self._parquet().metadata
@@ -179,7 +195,9 @@ class ParquetImages:
         offset = row - start
         for batch in self._parquet().iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=[column]):
             if offset < batch.num_rows:
-                cell = _first(batch.column(0)[offset].as_py())
+                cell = batch.column(0)[offset].as_py()
+                if isinstance(cell, (list, tuple)):
+                    cell = cell[index] if index < len(cell) else None
                 break
             offset -= batch.num_rows
         name = None
@@ -236,15 +254,20 @@ def parquet_tasks(path: Path, root: Path, columns: dict[str, str] | None = None,
             raise DatasetError(f"{where}: column {mapping.get('id', 'id')}: duplicate id {task_id!r}")
         seen.add(task_id)
         options = get("options")
+        titles = get("search_titles") if isinstance(get("search_titles"), (list, tuple)) else []
+        thumbs = get("search_thumbnails") if isinstance(get("search_thumbnails"), (list, tuple)) else []
+        stored = [{"title": str(t), "thumbnail": _thumbnail_ref(thumbs, i, row, mapping.get("search_thumbnails"))}
+                  for i, t in enumerate(list(titles)[:5])]
         task = Task(id=task_id, suite="vistahop", question=question, images=[image] if image else [],
                     answers=answers, kind="mcq" if mcq else "open",
                     options=[str(o) for o in options] if isinstance(options, (list, tuple)) else [],
                     level=str(get("level")) if get("level") is not None else None,
                     hops=int(hops) if isinstance(hops, (int, float)) else None,
                     category=str(get("category")) if get("category") is not None else None,
-                    metadata={"source_row": row}, judge=judge)
-        check_paths(Task(id=task.id, question="", images=[i for i in task.images if not i.startswith(REF_PREFIX)]),
-                    root, where)
+                    metadata={"source_row": row, "image_search": stored}, judge=judge)
+        check_paths(Task(id=task.id, question="", images=[i for i in task.images if not i.startswith(REF_PREFIX)],
+                         metadata={"image_search": [r for r in stored if not str(r["thumbnail"] or "").startswith(
+                             REF_PREFIX)]}), root, where)
         tasks.append(task)
     return tasks
 

@@ -40,6 +40,9 @@ def write_hf_style(path, n=5, row_group_size=2):
                          for i in range(n)],
         "image": [[{"bytes": images[i], "path": f"img{i}.png"}] for i in range(n)],
         "extra_info": [{"hops": 2 + 3 * i, "index": i} for i in range(n)],
+        "image_search_title_list": [[f"Result {i}a", f"Result {i}b"] for i in range(n)],
+        "image_search_thumbnail_list": [[{"bytes": png((250, 250, 10 * i), (64, 48)), "path": "a.png"},
+                                         {"bytes": png((5, 5, 10 * i), (64, 48)), "path": "b.png"}] for i in range(n)],
         "id": [f"vh-{i}" for i in range(n)],
     })
     pq.write_table(table, path, row_group_size=row_group_size)
@@ -55,9 +58,13 @@ def test_detects_columns_and_reads_one_embedded_row(tmp_path):
     assert first.question == "Which city is in picture 0?" and first.answers == ["Lyon", "Lugdunum"]
     assert first.hops == 2 and first.level == "L1" and dataset.tasks[3].level == "L3"
     assert first.images == ["parquet:image#0"]
+    assert first.metadata["image_search"] == [
+        {"title": "Result 0a", "thumbnail": "parquet:image_search_thumbnail_list#0.0"},
+        {"title": "Result 0b", "thumbnail": "parquet:image_search_thumbnail_list#0.1"}]
     reader = dataset.embedded
     assert isinstance(reader, ParquetImages) and reader.owns("parquet:image#3")
     assert reader.read("parquet:image#3") == (images[3], "png")
+    assert reader.read("parquet:image_search_thumbnail_list#4.1") == (png((5, 5, 40), (64, 48)), "png")
 
 
 def test_bytes_and_path_columns_and_mapping(tmp_path):
@@ -101,10 +108,11 @@ def test_parquet_with_embedded_images_runs_end_to_end(tmp_path):
     named.write_text(json.dumps({"vistahop_subset": {"annotation": "subset1.parquet"}}))
     script = tmp_path / "script.yaml"
     script.write_text('"*":\n  - tool: image_zoom_in_tool\n    arguments: {bbox_2d: [0, 0, 500, 500]}\n'
+                      '  - tool: image_search_tool\n'
                       '  - text: "<think>hmm</think><answer>lyon</answer>"\n')
     out = tmp_path / "logs"
     result = runner.invoke(app, ["run", "--data", str(named), "--agent", "scripted", "--script", str(script),
-                                 "--setting", "crop", "--max-rounds", "3", "--judge", "normalized",
+                                 "--setting", "search+crop", "--max-rounds", "3", "--judge", "normalized",
                                  "--out", str(out), "--run-id", "pq"])
     assert result.exit_code == 0, result.output
     episodes = {json.loads(line)["task"]["id"]: json.loads(line)
@@ -118,6 +126,11 @@ def test_parquet_with_embedded_images_runs_end_to_end(tmp_path):
         stored = out / "pq" / "blobs" / "sha256" / blob[7:9] / blob[9:]
         assert stored.read_bytes() == images[i]
         assert episode["steps"][0]["observation"]["images"], "the crop of the embedded image came back"
+        search = episode["steps"][1]["observation"]
+        assert "Title 1: Result" in search["text"] and len(search["images"]) == 2, search
+        thumb = search["images"][1]
+        pixel = Image.open(out / "pq" / "blobs" / "sha256" / thumb[7:9] / thumb[9:]).convert("RGB").getpixel((5, 5))
+        assert pixel == (5, 5, 10 * i)
     verdicts = [json.loads(line) for line in (out / "pq" / "verdicts.jsonl").read_text().splitlines()]
     correct = {v["episode_id"]: v["correct"] for v in verdicts}
     assert [correct[episodes[f"vh-{i}"]["id"]] for i in range(4)] == [True, False, True, False]

@@ -12,6 +12,7 @@ import pytest
 from arena.world import WORLD_BUILDERS
 from judges.metrics import summarize
 from runs.config import RunConfig
+from runs.report import build_report
 from runs.rundata import load_run
 from runs.runner import run
 from runs.viewer import viewer_data
@@ -52,6 +53,9 @@ def test_generated_world_evidence_is_checked_against_the_gold_chain(world, tmp_p
     assert all(v.supported is None for v in no_tool.verdicts)
     data, _ = viewer_data([load_run(tmp_path / "cheat", "normalized")])
     assert {e["verdict"]["supported"] for e in data["episodes"]} == {"no"}
+    report = build_report([load_run(tmp_path / "cheat", "normalized")])
+    evidence = next(t for t in report.tables if t.title == "Correct answers and their evidence")
+    assert evidence.rows == [["scripted", "search+crop", "5", str(len(tasks)), "0", str(len(tasks)), "0"]]
 
 
 def test_llm_judge_asks_about_the_retrieved_evidence(tiny_data, tmp_path):

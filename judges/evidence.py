@@ -106,9 +106,8 @@ def deterministic(verdict: Verdict, episode: Episode) -> Verdict:
 class EvidenceJudge:
     """Asks a model whether a correct answer is supported by the retrieved evidence (see the module docstring)."""
 
-    def __init__(self, endpoint: Endpoint, model: str, max_images: int = 6):
+    def __init__(self, endpoint: Endpoint, max_images: int = 6):
         self.endpoint = endpoint
-        self.model = model
         self.max_images = max_images
 
     async def decide(self, episode: Episode, answer: str, blobs: BlobStore | None,

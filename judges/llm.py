@@ -175,7 +175,7 @@ class LLMJudge(ModelJudge):
         super().__init__(endpoint, cache_path)
         self.with_image = with_image
         self.rules = rules
-        self.evidence = EvidenceJudge(self.endpoint, endpoint.model) if evidence else None
+        self.evidence = EvidenceJudge(self.endpoint) if evidence else None
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "with_image": self.with_image, "rules": self.rules,

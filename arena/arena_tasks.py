@@ -93,6 +93,16 @@ def load_task_file(path: Path, root: Path) -> list[Task]:
     return collect_tasks(path, root, record_to_task)
 
 
+def chain_evidence(task: Task) -> Task:
+    """A generated world's task with `evidence` set from its gold chain: every hop's target (the seed is read
+    from the image, so it is not evidence a tool must retrieve)."""
+    if task.evidence:
+        return task
+    targets = [str(hop["target"]) for chain in task.metadata.get("gold_chain") or [] if isinstance(chain, dict)
+               for hop in chain.get("hops") or [] if isinstance(hop, dict) and hop.get("target") not in (None, "")]
+    return task.model_copy(update={"evidence": list(dict.fromkeys(targets))}) if targets else task
+
+
 def _is_task_file(path: Path) -> bool:
     if not path.is_file() or path.suffix not in (".json", ".jsonl"):
         return False
@@ -107,7 +117,8 @@ def load_world(path: Path, root: Path | None = None) -> list[Dataset]:
     if not tasks_file.is_file():
         raise DatasetError(f"{path}: world has no tasks.jsonl")
     corpus = path / "corpus"
-    return [Dataset(name=info.name, root=path.resolve(), tasks=load_task_file(tasks_file, path.resolve()),
+    tasks = [chain_evidence(t) for t in load_task_file(tasks_file, path.resolve())]
+    return [Dataset(name=info.name, root=path.resolve(), tasks=tasks,
                     source=tasks_file, world=path.resolve(), corpus=corpus.resolve() if corpus.is_dir() else None,
                     meta={"world": info.model_dump()})]
 

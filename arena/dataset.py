@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from .paths import resolve_inside
 from .task import Task
@@ -14,6 +14,15 @@ class DatasetError(ValueError):
     """A dataset file that cannot be read; the message names file, line and field."""
 
 
+class EmbeddedImages(Protocol):
+    """Images carried inside a data file (a Parquet column) rather than beside it: a task image reference the
+    dataset `owns` is read on demand as (bytes, file extension) and stored in the run's blobs."""
+
+    def owns(self, ref: str) -> bool: ...
+
+    def read(self, ref: str) -> tuple[bytes, str]: ...
+
+
 @dataclass
 class Dataset:
     """Tasks with the directory their relative paths resolve in.
@@ -21,7 +30,8 @@ class Dataset:
     `world` is an offline world directory (corpus, image index, site) that tools
     use; `corpus` a corpus directory for text search when there is no world.
     `system_prompt` / `format_instruction` override the arena's prompts (VistaArena's
-    `input_template.arguments`). `reward_fn` names the original reward functions.
+    `input_template.arguments`). `reward_fn` names the original reward functions. `embedded` reads task
+    images stored inside the data file itself.
     """
 
     name: str
@@ -34,6 +44,7 @@ class Dataset:
     format_instruction: str | None = None
     reward_fn: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    embedded: EmbeddedImages | None = None
 
     def resolve(self, relative: str, where: str = "") -> Path:
         """A path of this dataset, which must stay inside `root`."""

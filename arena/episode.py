@@ -82,6 +82,13 @@ class _Run:
     async def load_task_images(self) -> None:
         task, dataset = self.spec.task, self.spec.dataset
         for i, rel in enumerate(task.images):
+            if dataset.embedded is not None and dataset.embedded.owns(rel):
+                data, ext = await asyncio.to_thread(dataset.embedded.read, rel)
+                blob_id = await asyncio.to_thread(self.blobs.put, data, ext)
+                image = ContextImage(blob_id, source="task", path=self.blobs.path(blob_id))
+                await image.pil()
+                self.images.append(image)
+                continue
             path = dataset.resolve(rel, where=f"{dataset.source}: task {task.id!r} field images[{i}]")
             if not path.is_file():
                 raise ImageError(f"{dataset.source}: task {task.id!r} field images[{i}]: no such file {path}")

@@ -28,6 +28,8 @@ class Task(BaseModel):
     (`image_search`: list of {title, thumbnail}), gold evidence chains, gold tool
     paths, trajectory frames; `requires_agent` names the kind of agent whose results
     on the task mean what the task defines (the runner warns about any other).
+    `evidence` lists the facts (entities, values) an answer must rest on, when known (generated worlds: the
+    targets of the gold evidence chain), for the deterministic evidence verdict.
     """
 
     id: str
@@ -42,6 +44,7 @@ class Task(BaseModel):
     category: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     judge: str | None = None
+    evidence: list[str] = Field(default_factory=list)
 
     def model_post_init(self, __context: Any) -> None:
         if self.level is None:
@@ -61,6 +64,7 @@ class TaskRef(BaseModel):
     hops: int | None = None
     category: str | None = None
     judge: str | None = None
+    evidence: list[str] = Field(default_factory=list)
 
     @classmethod
     def of(cls, task: Task) -> "TaskRef":

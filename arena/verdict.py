@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel
 
 
 class Verdict(BaseModel):
-    """Score of one episode by one judge. `episode_id` ties it to the exact episode record."""
+    """Score of one episode by one judge. `episode_id` ties it to the exact episode record.
+
+    `supported` (tool settings, correct answers): whether the answer rests on evidence the episode retrieved
+    ("yes" / "no" / "unknown"), with `support_reason`; None when not assessed."""
 
     episode_id: str
     key: str
@@ -20,3 +25,5 @@ class Verdict(BaseModel):
     rationale: str = ""
     raw: str | None = None
     error: str | None = None
+    supported: Literal["yes", "no", "unknown"] | None = None
+    support_reason: str | None = None

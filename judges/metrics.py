@@ -4,7 +4,8 @@ Groups are (agent, setting, max_rounds). Per group: Pass@1 as the mean score
 (an episode that errored or has no verdict scores 0 and is counted), its standard
 deviation over repeats, per level and category, average tool calls (and per
 tool), average rounds, tool utilisation = average tool calls / maximum allowed
-calls, finish reasons, invalid and ignored calls, tokens and seconds. Suites add
+calls, correct answers split by evidence verdict (supported / unsupported / unknown, when
+assessed), finish reasons, invalid and ignored calls, tokens and seconds. Suites add
 their own figures (Path F1, per-source accuracy, ...) through `register_suite_metrics`.
 """
 
@@ -98,6 +99,17 @@ def pass_at_1(rows: list[Row]) -> dict[str, Any]:
     }
 
 
+def support_counts(rows: list[Row]) -> dict[str, int]:
+    """Correct answers split by their evidence verdict: supported, unsupported, undecided (only where assessed)."""
+    correct = [v for _, v in rows if v is not None and v.error is None and v.correct]
+    assessed = [v for v in correct if v.supported is not None]
+    if not assessed:
+        return {}
+    return {"correct_supported": sum(1 for v in assessed if v.supported == "yes"),
+            "correct_unsupported": sum(1 for v in assessed if v.supported == "no"),
+            "correct_support_unknown": sum(1 for v in assessed if v.supported == "unknown")}
+
+
 def breakdowns(rows: list[Row]) -> dict[str, Any]:
     """Pass@1 per level and per category, with the episodes per level."""
     scores = [score_of(v) for _, v in rows]
@@ -140,7 +152,7 @@ def resources(rows: list[Row]) -> dict[str, Any]:
 
 
 GROUP_METRICS: tuple[Callable[[list[Row]], dict[str, Any]], ...] = (
-    counts, pass_at_1, breakdowns, tool_use, outcomes, resources)
+    counts, pass_at_1, support_counts, breakdowns, tool_use, outcomes, resources)
 
 
 def group_metrics(rows: list[Row]) -> dict[str, Any]:

@@ -74,6 +74,21 @@ def groups_table(runs: list[RunData]) -> Table:
     return table
 
 
+def evidence_table(runs: list[RunData]) -> Table | None:
+    """Correct answers split by the evidence verdict (paper §4), for groups where it was assessed."""
+    several = len(runs) > 1
+    table = Table("Correct answers and their evidence",
+                  (["run"] if several else []) + ["agent", "setting", "N", "correct", "supported", "unsupported",
+                                                  "undecided"])
+    for run in runs:
+        for g in run.summary["groups"]:
+            if "correct_supported" in g:
+                table.rows.append(([run.run_id] if several else []) + [
+                    g["agent"], g["setting"], str(g["max_rounds"]), str(g["correct"]), str(g["correct_supported"]),
+                    str(g["correct_unsupported"]), str(g["correct_support_unknown"])])
+    return table if table.rows else None
+
+
 def sweep_tables(runs: list[RunData]) -> list[Table]:
     """VistaHop Table 5: one table per (run, agent, setting) with several budgets, rows N = ..."""
     tables = []
@@ -194,6 +209,9 @@ th{background:#f3f3f3}img{max-width:100%}.note{color:#a60}"""
 
 def build_report(runs: list[RunData]) -> Report:
     tables = [groups_table(runs), *sweep_tables(runs), *breakdown_tables(runs), failure_table(runs)]
+    evidence = evidence_table(runs)
+    if evidence is not None:
+        tables.insert(1, evidence)
     agree = agreement_table(runs)
     if agree is not None:
         tables.append(agree)

@@ -49,6 +49,18 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: value}
 
 
+def support_lines(summary: dict[str, Any]) -> list[str]:
+    """Per group with evidence verdicts: correct answers that are supported vs unsupported by what was retrieved."""
+    lines = []
+    for g in summary.get("groups", []):
+        if "correct_supported" in g:
+            lines.append(f"{g['agent']} · {g['setting']} · N={g['max_rounds']}: {g['correct']} correct = "
+                         f"{g['correct_supported']} supported + {g['correct_unsupported']} unsupported"
+                         + (f" + {g['correct_support_unknown']} undecided" if g["correct_support_unknown"] else "")
+                         + " by the retrieved evidence")
+    return lines
+
+
 def suite_headlines(summary: dict[str, Any], limit: int = 8) -> list[str]:
     """One line per group and suite with its headline figures (top-level and `overall.*`)."""
     lines = []

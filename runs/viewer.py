@@ -114,7 +114,8 @@ def episode_view(run_index: int, episode: Episode, chosen: Verdict | None, verdi
         "correct": None if chosen is None or chosen.error is not None else chosen.correct,
         "score": None if chosen is None else chosen.score,
         "verdict": None if chosen is None else {"judge": chosen.judge, "rationale": chosen.rationale,
-                                                "extracted": chosen.extracted, "error": chosen.error},
+                                                "extracted": chosen.extracted, "error": chosen.error,
+                                                "supported": chosen.supported, "support_reason": chosen.support_reason},
         "verdicts": [{"judge": v.judge, "correct": v.correct, "rationale": v.rationale, "error": v.error}
                      for v in verdicts],
         "failures": failures, "tools_used": used, "calls": episode.totals.tool_calls,
@@ -285,6 +286,8 @@ function rowMatches(row) {
   if (state.verdict === "correct" && !any(e => e.correct === true)) return false;
   if (state.verdict === "incorrect" && !any(e => e.correct === false)) return false;
   if (state.verdict === "unjudged" && !any(e => e.correct === null)) return false;
+  if (state.verdict === "supported" && !any(e => e.correct === true && e.verdict && e.verdict.supported === "yes")) return false;
+  if (state.verdict === "unsupported" && !any(e => e.correct === true && e.verdict && e.verdict.supported === "no")) return false;
   if (state.level && row.task.level !== state.level) return false;
   if (state.finish && !any(e => e.finish === state.finish)) return false;
   if (state.tool && !any(e => e.tools_used.includes(state.tool))) return false;
@@ -321,7 +324,7 @@ function select(name, label, options) {
 function opts(list) { return [["", "all"], ...list.map(v => [v, v])]; }
 function buildFilters() {
   const f = document.getElementById("filters");
-  f.append(select("verdict", "verdict", [["", "all"], ["correct", "correct"], ["incorrect", "incorrect"], ["unjudged", "unjudged"]]));
+  f.append(select("verdict", "verdict", [["", "all"], ["correct", "correct"], ["supported", "correct and supported"], ["unsupported", "correct but unsupported"], ["incorrect", "incorrect"], ["unjudged", "unjudged"]]));
   f.append(select("level", "level", opts(values(r => [r.task.level]))));
   f.append(select("finish", "finish", opts(values(r => eps(r).filter(Boolean).map(e => e.finish)))));
   f.append(select("tool", "tool used", opts(values(r => eps(r).filter(Boolean).flatMap(e => e.tools_used)))));
@@ -382,6 +385,7 @@ function episodeView(box, ep) {
   const v = el("p"); v.append(mark(ep), " answer: ", el("b", null, ep.answer === null ? "(none)" : ep.answer));
   head.append(v);
   if (ep.verdict) head.append(el("p", null, `judge ${ep.verdict.judge}: ${ep.verdict.rationale || ""}${ep.verdict.error ? " (error: " + ep.verdict.error + ")" : ""}`));
+  if (ep.verdict && ep.verdict.supported) head.append(el("p", "support", `evidence: ${ep.correct ? (ep.verdict.supported === "yes" ? "correct and supported" : ep.verdict.supported === "no" ? "correct but unsupported" : "support undecided") : ep.verdict.supported} ${ep.verdict.support_reason ? "(" + ep.verdict.support_reason + ")" : ""}`));
   for (const o of ep.verdicts) if (!ep.verdict || o.judge !== ep.verdict.judge) head.append(el("p", null, `also judge ${o.judge}: ${o.correct ? "correct" : "incorrect"} ${o.rationale || ""}`));
   head.append(el("p", null, `finish: ${ep.finish} · rounds ${ep.rounds} · tool calls ${ep.calls} · invalid ${ep.invalid} · ${ep.seconds} s · episode ${ep.id}`));
   if (ep.failures.length) { const p = el("p", null, "failures: "); for (const f of ep.failures) p.append(el("span", "tag", f)); head.append(p); }

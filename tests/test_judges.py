@@ -7,7 +7,7 @@ from arena.task import TaskRef
 from arena.trajectory import Episode
 from judges.llm import JudgeCache, llm, parse_judgement
 from judges.mcq import extract_choice, mcq
-from judges.normalized import normalize_answer, normalized
+from judges.normalized import normalize_answer, normalized, normalized_strict
 from tests.support.openai_server import OpenAIStub, Reply
 
 
@@ -28,8 +28,9 @@ def test_normalized_judge():
     judge = normalized()
     assert asyncio.run(judge.score(episode("the Mirelle Dastrow.", ["Mirelle Dastrow"]))).correct
     assert not asyncio.run(judge.score(episode("Dastrow", ["Mirelle Dastrow"]))).correct
-    missing = asyncio.run(judge.score(episode(None, ["x"])))
+    missing = asyncio.run(normalized_strict().score(episode(None, ["x"])))
     assert missing.score == 0 and missing.rationale == "no answer"
+    assert not asyncio.run(judge.score(episode(None, ["x"]))).correct
 
 
 @pytest.mark.parametrize("text, letter", [

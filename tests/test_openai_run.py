@@ -56,7 +56,8 @@ def test_xml_run_records_everything(tiny_data, tmp_path, monkeypatch):
     verdicts = {v.key.split("|")[0]: v for v in result.verdicts}
     assert verdicts["q1"].correct and "no judge call" in verdicts["q1"].rationale
     assert verdicts["q2"].correct and verdicts["q2"].judge == "llm" and "contains 1874" in verdicts["q2"].rationale
-    assert sum(r["model"] == "judge" for r in requests) == 1
+    assert sum(r["model"] == "judge" for r in requests) == 3  # one correctness call, two evidence checks
+    assert verdicts["q1"].supported == verdicts["q2"].supported == "yes"
 
     on_disk = json.loads((result.run_dir / "summary.json").read_text())
     recomputed = summarize(store.episodes(), store.verdicts(), "llm")

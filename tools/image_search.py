@@ -2,7 +2,8 @@
 
 Modes (tool option `image_search`):
 - `stored`: VistaArena's behaviour, replaying the item's stored results
-  (`metadata.image_search`: up to 5 {title, thumbnail}) for the task image;
+  (`metadata.image_search`: up to 5 {title, thumbnail}) for the task image; a thumbnail
+  is a file under the dataset root or an image inside the data file (`Dataset.embedded`);
 - `index`: a true reverse search of any image in context (the task image or a
   crop) over the world's image index;
 - `auto` (default): `index` when the dataset's world has an image index, else `stored`;
@@ -21,7 +22,7 @@ from typing import Literal
 from PIL import Image
 from pydantic import BaseModel, Field
 
-from arena.images import ImageError, open_image
+from arena.images import ImageError, decode_image, open_image
 from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolResult, register_tool
 from tools.image_index import ReverseImageIndex
 from tools.lens import check_live_options, lens_for
@@ -106,17 +107,27 @@ class ImageSearchTool(Tool):
         stored = ctx.task.metadata.get("image_search") or []
         if not stored:
             raise ToolError("no reverse-image results are stored for this image")
-        lines, paths = [], []
+        lines: list[str] = []
+        paths: list[Path | str] = []  # files under the dataset root, or references to images inside the data file
+        embedded = ctx.dataset.embedded
         for i, item in enumerate(stored[:MAX_RESULTS], 1):
             lines.append(f"Title {i}: {item.get('title', '')}")
-            if item.get("thumbnail"):
-                paths.append(ctx.dataset.resolve(item["thumbnail"], where=f"task {ctx.task.id} image_search"))
+            ref = item.get("thumbnail")
+            if ref and embedded is not None and embedded.owns(ref):
+                paths.append(ref)
+            elif ref:
+                paths.append(ctx.dataset.resolve(ref, where=f"task {ctx.task.id} image_search"))
 
         def load() -> list[Image.Image]:
             out = []
             for path in paths:
                 try:
-                    out.append(_thumbnail(path))
+                    if isinstance(path, str) and embedded is not None:
+                        image = decode_image(embedded.read(path)[0], path)
+                        image.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE))
+                        out.append(image)
+                    else:
+                        out.append(_thumbnail(path))
                 except ImageError:
                     continue
             return out

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from runs.config import RunConfig
 from runs.runner import RunResult, execute
-from runs.table import suite_headlines, summary_table
+from runs.table import suite_headlines, summary_table, support_lines
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -66,6 +66,8 @@ def execute_with_progress(config: RunConfig, force: bool = False) -> RunResult:
 
 def print_result(result: RunResult) -> None:
     console.print(summary_table(result.summary, title=f"{result.run_id} (judge: {result.summary['judge']})"))
+    for line in support_lines(result.summary):
+        console.print(line, markup=False)
     headlines = suite_headlines(result.summary)
     for line in headlines:
         console.print(line, markup=False)

@@ -16,7 +16,7 @@ from judges.metrics import summarize
 from runs.demo import run_demo
 from runs.plugins import load_plugins
 from runs.store import RunStore
-from runs.table import summary_table
+from runs.table import summary_table, support_lines
 
 from .common import console, fail
 
@@ -31,6 +31,8 @@ def summary(run_dir: Path, judge: str = typer.Option("auto", help="Whose verdict
         fail(f"{run_dir}: not a run directory (no run.json)")
     result = summarize(store.episodes(), store.verdicts(), judge)
     console.print(summary_table(result, title=f"{run_dir.name} (judge: {judge})"))
+    for line in support_lines(result):
+        console.print(line, markup=False)
 
 
 @app.command()

@@ -20,7 +20,7 @@ from runs.replay import check_episode, show_episode
 from runs.report import build_report
 from runs.rundata import load_run
 from runs.store import RunStore
-from runs.table import summary_table
+from runs.table import summary_table, support_lines
 from runs.viewer import write_viewer
 
 from .common import console, execute_with_progress, fail, parse_kv, print_result, split_values
@@ -41,6 +41,18 @@ def agent_choices(agents: list[str], models: list[str], offered: dict[str, Any],
             options = {**accepted_options(factory, given), **extra}
             choices.append(AgentChoice(agent=name, options=options))
     return choices
+
+
+def parse_bool(value: Optional[str], option: str) -> Optional[bool]:
+    """true/false (also yes/no, 1/0, on/off) of an option that takes a value; None when not given."""
+    if value is None:
+        return None
+    lowered = value.strip().lower()
+    if lowered in ("true", "yes", "1", "on"):
+        return True
+    if lowered in ("false", "no", "0", "off"):
+        return False
+    raise typer.BadParameter(f"{option} must be true or false, got {value!r}")
 
 
 def endpoint_limits(max_parallel: Optional[int], rpm: Optional[float], per_endpoint: list[str]):
@@ -100,7 +112,8 @@ def run_grid(
     judge_model: Optional[str] = typer.Option(None),
     judge_base_url: Optional[str] = typer.Option(None),
     judge_api_key_env: Optional[str] = typer.Option(None),
-    judge_with_image: bool = typer.Option(False, help="Attach the task image to LLM judge calls."),
+    judge_with_image: Optional[str] = typer.Option(None, help="true (default: the LLM judge sends the task image, "
+                                                   "as the paper's did) or false (text only)."),
     top_k: int = typer.Option(3, help="Text search results per call (paper: 3)."),
     bbox_coords: str = typer.Option("relative", help="Crop box coordinates: relative (0-1000) or pixel."),
     image_search: str = typer.Option("auto", help="Reverse image search: auto, stored, index; web (text-to-image "
@@ -127,7 +140,8 @@ def run_grid(
     choices = agent_choices(split_values(agent), split_values(model), offered, parse_kv(agent_option, "--agent-option"))
     judge_options = {k: v for k, v in {"model": judge_model, "base_url": judge_base_url,
                                        "api_key_env": judge_api_key_env,
-                                       "with_image": judge_with_image or None}.items() if v is not None}
+                                       "with_image": parse_bool(judge_with_image, "--judge-with-image")
+                                       }.items() if v is not None}
     if backend not in ("asyncio", "ray"):
         fail(f"--backend must be asyncio or ray, got {backend!r}")
     try:
@@ -202,7 +216,8 @@ def judge_run(
     judge_model: Optional[str] = typer.Option(None),
     judge_base_url: Optional[str] = typer.Option(None),
     judge_api_key_env: Optional[str] = typer.Option(None),
-    judge_with_image: bool = typer.Option(False),
+    judge_with_image: Optional[str] = typer.Option(None, help="true (default) or false: the LLM judge sends the "
+                                                   "task image."),
     judge_option: list[str] = typer.Option([], help="Extra judge option key=value."),
     redo: bool = typer.Option(False, help="Score again episodes that already have this judge's verdict."),
     concurrency: int = typer.Option(8),
@@ -212,7 +227,8 @@ def judge_run(
     if label and len(names) > 1:
         fail("--as names one judge; give a single --judge with it")
     options = {k: v for k, v in {"model": judge_model, "base_url": judge_base_url, "api_key_env": judge_api_key_env,
-                                 "with_image": judge_with_image or None}.items() if v is not None}
+                                 "with_image": parse_bool(judge_with_image, "--judge-with-image")
+                                 }.items() if v is not None}
     options.update(parse_kv(judge_option, "--judge-option"))
     result = None
     for name in names:
@@ -222,6 +238,8 @@ def judge_run(
             fail(str(exc))
         console.print(f"{result.judge}: scored {result.scored} episode(s), {result.skipped} already had a verdict")
         console.print(summary_table(result.summary, title=f"{run_dir.name} (judge: {result.judge})"))
+        for line in support_lines(result.summary):
+            console.print(line, markup=False)
     if result is not None and result.agreements:
         console.print(agreement_rich(result.agreements))
 

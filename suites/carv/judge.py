@@ -235,9 +235,36 @@ _CORRECTNESS = re.compile(r'"?correctness"?\s*:\s*"?(true|false)\b', re.I)
 _REASON = re.compile(r'"reason"\s*:\s*"((?:[^"\\]|\\.)*)"', re.S)
 
 
+def _json_verdict(text: str) -> tuple[bool | None, str] | None:
+    """The first JSON object in the reply with a boolean (or "true"/"false") `correctness`, as the paper's
+    output format asks; None when there is none."""
+    decoder = json.JSONDecoder()
+    at = text.find("{")
+    while at != -1:
+        try:
+            obj, _ = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict) and "correctness" in obj:
+            value = obj["correctness"]
+            if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+                value = value.strip().lower() == "true"
+            if isinstance(value, bool):
+                reason = obj.get("reason")
+                return value, reason if isinstance(reason, str) else ""
+        at = text.find("{", at + 1)
+    return None
+
+
 def parse_correctness(text: str) -> tuple[bool | None, str]:
-    """(correct, reason) from the judge's JSON reply; None when there is no single correctness value."""
-    found = {m.lower() for m in _CORRECTNESS.findall(text.replace("\u201c", '"').replace("\u201d", '"'))}
+    """(correct, reason) from the judge's reply (curly quotes read as straight ones): the first JSON object
+    with a true/false `correctness`; else every `correctness: true|false` written in the text, which must
+    agree; None (an invalid verdict) otherwise."""
+    text = text.replace("\u201c", '"').replace("\u201d", '"')
+    from_json = _json_verdict(text)
+    if from_json is not None:
+        return from_json
+    found = {m.lower() for m in _CORRECTNESS.findall(text)}
     if len(found) != 1:
         return None, ""
     reason = _REASON.search(text)
@@ -246,7 +273,7 @@ def parse_correctness(text: str) -> tuple[bool | None, str]:
 
 class CarvLLMJudge(ModelJudge):
     id = "carv-llm"
-    version = "1"
+    version = "2"
     prompt_hash = PROMPT_HASH
 
     async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:

@@ -1,9 +1,11 @@
 """`condchain`: MM-CondChain's exact-label scoring, and True-path / False-path accuracy with Path F1.
 
-The predicted label is `suites.condchain.loader.parse_boxed` of the episode's
-answer (last `\\boxed{}`, else last `A1`-style or `None` token, else "None"),
-compared exactly with the true label. An episode with no answer at all scores 0
-(arena default; the original parses an empty string as "None").
+Published rule (Accio-Lab/MM-CondChain `eval/utils.py` `parse_answer`, `eval/metrics.py`), in our words: the
+predicted label is read from the model's raw final reply (the last turn's text, thinking included): the content
+of the last `\\boxed{...}` with spaces removed ("none", "null", "nan" in any case, or empty, mean "None"); else
+the last whole-word `[A-Z]<digits>` or `None` token; else "None". It must equal the true label exactly (case
+matters). An empty reply is therefore the prediction "None", correct on None-truth items. `no_answer="wrong"`
+keeps the arena's stricter choice: an episode with no answer scores 0.
 
 Metrics per domain and overall (the overall figures pool all items, not an
 average of domains), as percentages rounded to 2 decimals like the original:
@@ -26,23 +28,39 @@ from arena.verdict import Verdict
 from judges.metrics import Row, register_suite_metrics, score_of
 
 
+def final_reply(episode: Episode) -> str:
+    """The raw text of the episode's last turn (its answer when the turn kept no text)."""
+    if not episode.steps:
+        return episode.answer or ""
+    last = episode.steps[-1]
+    return last.output or last.answer or ""
+
+
 class CondChainJudge(Judge):
     id = "condchain"
-    version = "1"
+    version = "2"
+
+    def __init__(self, no_answer: str = "none"):
+        if no_answer not in ("none", "wrong"):
+            raise ValueError(f"no_answer must be 'none' (published) or 'wrong', got {no_answer!r}")
+        self.no_answer = no_answer
+
+    def describe(self) -> dict[str, Any]:
+        return {"id": self.id, "version": self.version, "no_answer": self.no_answer}
 
     async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
         truth = (episode.task.answers or ["None"])[0].strip()
-        if episode.answer is None:
+        if episode.answer is None and self.no_answer == "wrong":
             return self.verdict(episode, score=0.0, correct=False, extracted=None, rationale="no answer")
-        predicted = parse_boxed(episode.answer)
+        predicted = parse_boxed(final_reply(episode))
         correct = predicted == truth
         return self.verdict(episode, score=float(correct), correct=correct, extracted=predicted,
                             rationale=f"predicted {predicted}; expected {truth}")
 
 
 @register_judge("condchain")
-def condchain() -> CondChainJudge:
-    return CondChainJudge()
+def condchain(no_answer: str = "none") -> CondChainJudge:
+    return CondChainJudge(no_answer=no_answer)
 
 
 def path_f1(true_acc: float, false_acc: float) -> float:

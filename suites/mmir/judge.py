@@ -7,11 +7,15 @@ reply `<id>"[ID1]"</id>` or `<id>"[ID1],[ID2]"</id>`; those ids are scored the
 same way. Whether an item is MCQ or open-ended comes from its task id
 (`...:mcq` / `...:open`, see `suites.mmir.loader`).
 
-Scoring (`check_answer`, exactly MMIR's): take every integer, de-duplicate; none
-or more than two → 0. One true id: the single predicted id equal to it → 1, the
-true id among two predicted → 0.5. Two true ids: 0.5 per predicted id that is
-true. Without `<ans>` tags the whole answer is read (arena default, since agents
-answer inside `<answer>`); `strict_ans=true` scores such answers 0 as MMIR does.
+Published rules (eric-ai-lab/MMIR `eval/calculate_score.py`, `extract_xml`, `check_answer`, `llm_judge`, `eval`),
+in our words: the text read is the model's raw final reply (the last turn). Its answer span is the content of the
+first `<ans>...</ans>` (lower-case tags, may span lines), trimmed; without one the span is empty (score 0 for MCQ;
+open-ended items still go to the judge, with an empty sentence). Scoring (`check_answer`): every run of digits is
+an integer; de-duplicate; none or more than two → 0. One true id: the single predicted id equal to it → 1, the
+true id among two predicted → 0.5. Two true ids: 0.5 per predicted id that is true. Accuracy: per source, the sum
+of scores over the number of questions of that source; overall, over the benchmark's fixed total of 534
+questions (reported as `overall_of_534`, beside the arena's mean over the episodes scored).
+`strict_ans=false` keeps the arena's lenient choice: without `<ans>` the whole episode answer is read.
 """
 
 from __future__ import annotations
@@ -71,9 +75,9 @@ def check_answer(answer: str, truth: list[int]) -> float:
 
 class MMIRJudge(Judge):
     id = "mmir"
-    version = "1"
+    version = "2"
 
-    def __init__(self, endpoint: EndpointConfig | None = None, strict_ans: bool = False):
+    def __init__(self, endpoint: EndpointConfig | None = None, strict_ans: bool = True):
         self.config = endpoint
         self.endpoint = Endpoint(endpoint) if endpoint else None
         self.strict_ans = strict_ans
@@ -82,13 +86,14 @@ class MMIRJudge(Judge):
         return {"id": self.id, "version": self.version, "strict_ans": self.strict_ans,
                 "model": self.config.model if self.config else None, "prompt_hash": PROMPT_HASH}
 
-    def answer_span(self, answer: str | None) -> str:
-        if not answer:
-            return ""
-        span = extract_xml(answer, "ans")
+    def answer_span(self, episode: Episode) -> str:
+        """The `<ans>` content of the raw final reply (published); with strict_ans off, else the whole answer."""
+        last = episode.steps[-1] if episode.steps else None
+        reply = (last.output or last.answer or "") if last is not None else (episode.answer or "")
+        span = extract_xml(reply, "ans")
         if span is not None:
             return span.strip()
-        return "" if self.strict_ans else answer.strip()
+        return "" if self.strict_ans else (episode.answer or "").strip()
 
     async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
         task = episode.task
@@ -97,7 +102,7 @@ class MMIRJudge(Judge):
         except ValueError:
             return self.verdict(episode, score=0.0, correct=False, error=f"answers {task.answers} are not element ids")
         _, mode = parse_task_id(task.id)
-        span = self.answer_span(episode.answer)
+        span = self.answer_span(episode)
         if mode != "open":
             score = check_answer(span, truth)
             return self.verdict(episode, score=score, correct=score == 1.0, extracted=span,
@@ -106,7 +111,7 @@ class MMIRJudge(Judge):
 
     async def _score_open(self, episode: Episode, span: str, truth: list[int]) -> Verdict:
         base: dict[str, Any] = {"prompt_hash": PROMPT_HASH, "judge_model": self.config.model if self.config else None}
-        if not span:
+        if not span and not self.strict_ans:
             return self.verdict(episode, score=0.0, correct=False, extracted="", rationale="no answer", **base)
         if self.endpoint is None:
             return self.verdict(episode, score=0.0, correct=False, extracted=span, **base,
@@ -128,7 +133,7 @@ class MMIRJudge(Judge):
 
 @register_judge("mmir")
 def mmir(model: str | None = None, base_url: str | None = None, api_key_env: str | None = None,
-         strict_ans: bool = False, timeout: float = 120.0, max_retries: int = 4, retry_initial: float = 1.0,
+         strict_ans: bool = True, timeout: float = 120.0, max_retries: int = 4, retry_initial: float = 1.0,
          max_tokens: int | None = 256) -> MMIRJudge:
     endpoint = None
     if model and base_url:
@@ -136,6 +141,9 @@ def mmir(model: str | None = None, base_url: str | None = None, api_key_env: str
                                   max_retries=max_retries, retry_initial=retry_initial, temperature=0.0,
                                   max_tokens=max_tokens)
     return MMIRJudge(endpoint, strict_ans=strict_ans)
+
+
+MMIR_TOTAL = 534
 
 
 def _accuracy(rows: list[Row]) -> dict[str, Any]:
@@ -147,6 +155,7 @@ def _accuracy(rows: list[Row]) -> dict[str, Any]:
         scores.append(score_of(verdict))
     return {
         "accuracy": round(100 * sum(scores) / len(scores), 2) if scores else None,
+        "overall_of_534": round(100 * sum(scores) / MMIR_TOTAL, 2) if scores else None,
         "sources": {g: round(100 * sum(v) / len(v), 2) for g, v in sorted(by_group.items())},
         "counts": {g: len(v) for g, v in sorted(by_group.items())},
     }

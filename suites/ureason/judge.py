@@ -1,13 +1,18 @@
 """UReason scoring (PROTOCOLS.md §5): the VLM image judge, the reasoning judge, a structural verifier, metrics.
 
 The generated image of an episode is the last image a generation tool
-(`render`, `generate_image`) returned without error. Missing images score 0
-(arena default); `missing="skip"` reproduces the original, which leaves them
-out (the verdict gets an error and drops out of the accuracy).
+(`render`, `generate_image`) returned without error. Published rule
+(UReason/UReason `evaluation/qwen_vision_batch.py`, `process_single_task`): an item
+without an image is left out (`missing="skip"`, the default of `ureason-vlm`: the
+verdict gets an error and drops out of the accuracy); `missing="fail"` is the
+arena's choice, scoring it 0.
 
 - `ureason-vlm`: UReason's vision evaluation prompt with the item's `expect_en`;
-  the verdict is read as the original does: inside `<answer>`, "yes" then "no";
-  else anywhere in the text, "yes" then "no"; else No.
+  the verdict is read as the original's `extract_answer` does: the first
+  `<answer>...</answer>` on one line (case-insensitive tags, no line breaks inside);
+  if its lower-cased content holds "yes" → Yes, else if it holds "no" → No; else
+  (no such block, or neither word) the whole reply lower-cased: "yes" → Yes, "no"
+  → No, otherwise No.
 - `ureason-reasoning`: UReason's text evaluation: does the model's reasoning
   (the text it wrote up to the generation call) imply the criterion? Direct-setting
   episodes have no reasoning to judge (verdict error, left out).
@@ -79,11 +84,11 @@ If the criteria is missed or contradicted, output <answer>No</answer>.
 """
 VISION_HASH = text_hash(VISION_TEMPLATE)
 TEXT_HASH = text_hash(TEXT_TEMPLATE)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.I | re.S)
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.I)
 
 
 def read_yes_no(text: str) -> bool:
-    """UReason's `extract_answer`: "yes"/"no" inside the first <answer>, else anywhere (yes first), else No."""
+    """UReason's `extract_answer`: "yes"/"no" inside the first one-line <answer>, else anywhere (yes first), else No."""
     match = _ANSWER.search(text)
     if match:
         content = match.group(1).strip().lower()
@@ -127,10 +132,10 @@ def _missing(judge: Judge, episode: Episode, skip: bool, **base: Any) -> Verdict
 
 class UReasonVLMJudge(ModelJudge):
     id = "ureason-vlm"
-    version = "1"
+    version = "2"
     prompt_hash = VISION_HASH
 
-    def __init__(self, endpoint: EndpointConfig, missing: str = "fail", cache_path: str | None = None):
+    def __init__(self, endpoint: EndpointConfig, missing: str = "skip", cache_path: str | None = None):
         if missing not in ("fail", "skip"):
             raise ValueError(f"missing must be 'fail' or 'skip', got {missing!r}")
         super().__init__(endpoint, cache_path)
@@ -208,7 +213,7 @@ def _endpoint(model: str, base_url: str, api_key_env: str | None, timeout: float
 
 
 @register_judge("ureason-vlm")
-def ureason_vlm(model: str, base_url: str, api_key_env: str | None = None, missing: str = "fail",
+def ureason_vlm(model: str, base_url: str, api_key_env: str | None = None, missing: str = "skip",
                 cache_path: str | None = None, timeout: float = 120.0, max_retries: int = 4,
                 retry_initial: float = 1.0, max_tokens: int | None = 512) -> UReasonVLMJudge:
     return UReasonVLMJudge(_endpoint(model, base_url, api_key_env, timeout, max_retries, retry_initial, max_tokens),

@@ -7,8 +7,9 @@ the dataset root; only the first is used, as in the original), and optionally
 `image_search_title_list` / `image_search_thumbnail_list` (stored reverse-image
 results). A `datasets.json` maps names to `root`, `annotation`, `reward_fn`
 (`em_score_mcq`, `llm_score`) and `input_template.arguments.{system_prompt,
-format_instruction}`. Task ids: the item's `id` when present, else a hash of its
-content.
+format_instruction}`; an `annotation` that is a Parquet file is read by
+`suites.vistahop.parquet` (with the entry's optional `columns` mapping). Task
+ids: the item's `id` when present, else a hash of its content.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from arena.dataset import Dataset, DatasetError, register_loader
 from arena.task import Task
 
 from arena.arena_tasks import collect_tasks, content_id, first_record
+
+from .parquet import parquet_dataset
 
 
 def _question(prompt: Any, where: str) -> str:
@@ -61,6 +64,8 @@ def item_to_task(item: dict[str, Any], where: str, reward_fn: list[str]) -> Task
     mcq = "em_score_mcq" in reward_fn and "llm_score" not in reward_fn
     extra = item.get("extra_info") if isinstance(item.get("extra_info"), dict) else {}
     hops = item.get("hops", extra.get("hops"))
+    path = extra.get("reasoning_path")
+    evidence = [str(v) for v in path if v not in (None, "")] if isinstance(path, list) else []
     return Task(
         id=str(item["id"]) if item.get("id") is not None else content_id(item, "va"),
         suite="vistahop",
@@ -73,6 +78,7 @@ def item_to_task(item: dict[str, Any], where: str, reward_fn: list[str]) -> Task
         category=item.get("category", extra.get("category")),
         metadata={"image_search": stored, "source_item": {k: v for k, v in item.items() if k != "prompt"}},
         judge="mcq" if mcq else ("llm" if "llm_score" in reward_fn else None),
+        evidence=list(dict.fromkeys(evidence)),
     )
 
 
@@ -122,6 +128,15 @@ def load_datasets_json(path: Path, root: Path | None = None) -> list[Dataset]:
         arguments = (entry.get("input_template") or {}).get("arguments") or {}
         corpus = base / "corpus"
         world = base if (base / "world.json").is_file() else None
+        if found.suffix.lower() in (".parquet", ".pq"):
+            columns = entry.get("columns")
+            if columns is not None and not isinstance(columns, dict):
+                raise DatasetError(f"{where}: field columns: must map roles to column names")
+            out.append(parquet_dataset(found, base, name, columns=columns, reward_fn=reward_fn, world=world,
+                                       corpus=corpus if (corpus / "docs.jsonl").is_file() else None,
+                                       system_prompt=arguments.get("system_prompt"),
+                                       format_instruction=arguments.get("format_instruction")))
+            continue
         out.append(Dataset(name=name, root=base, tasks=load_annotation(found, base, reward_fn), source=found,
                            world=world, corpus=corpus if (corpus / "docs.jsonl").is_file() else None,
                            system_prompt=arguments.get("system_prompt"),

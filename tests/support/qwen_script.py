@@ -1,5 +1,5 @@
 """Scripted Qwen-style behaviour for the stub endpoint: an agent that thinks, calls tools in the
-Hermes format and answers, and a judge that answers in VistaArena's `<judge>` format."""
+Hermes format and answers, and a judge that answers in VistaArena's `<judge>` format (and `<supported>` for evidence checks)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,11 @@ def question_of(request: dict[str, Any]) -> str:
 
 def judge_reply(request: dict[str, Any]) -> Reply:
     prompt = last_user_text(request)
-    candidate = prompt.split("Candidate answer:", 1)[1].split("\n", 1)[0]
+    if "<supported>" in str(request["messages"][0].get("content")):
+        supported = "Orvanta" in prompt
+        return Reply(content=f"<supported>{'Yes' if supported else 'No'}</supported><reason>the search result "
+                             f"{'names' if supported else 'lacks'} it</reason>", prompt_tokens=80, completion_tokens=8)
+    candidate = prompt.split("Model answer:", 1)[1].split("\n", 1)[0]
     truth = prompt.split("Reference answer:", 1)[1].split("\n", 1)[0].strip()
     verdict = "Yes" if truth in candidate else "No"
     return Reply(content=f"<judge>{verdict}</judge><reason>candidate {'contains' if verdict == 'Yes' else 'lacks'} "

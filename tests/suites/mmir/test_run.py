@@ -1,6 +1,7 @@
 """MMIR end to end through the runner: scripted answers with known MMIR scores, an LLM-mapped open-ended
 setting, and the agentic setting where the agent reads the live page with the browser tool."""
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -10,7 +11,9 @@ import pytest
 from arena.dataset import load_datasets
 from suites.mmir.world import build
 from runs.config import RunConfig
+from runs.rejudge import rejudge
 from runs.runner import run
+from runs.store import RunStore
 from tests.support.openai_server import OpenAIStub, last_user_text
 
 
@@ -33,19 +36,23 @@ def test_mcq_scores_and_per_source_accuracy(world: Path, tmp_path: Path):
         tasks[0].id: [{"answer": ans(truth[0][0])}],              # one of two truths -> 0.5
         tasks[1].id: [{"answer": ans(truth[1][0], wrong)}],       # truth among two predicted -> 0.5
         tasks[2].id: [{"answer": ans(truth[2][0])}],              # exact -> 1
-        tasks[3].id: [{"answer": f'[{truth[3][1]}] and [{truth[3][0]}]'}],  # no <ans>: whole answer read -> 1
+        tasks[3].id: [{"answer": f'[{truth[3][1]}] and [{truth[3][0]}]'}],  # no <ans>: 0 (published)
         tasks[4].id: [{"answer": ans(*truth[4], wrong)}],         # three ids -> 0
     }
     config = RunConfig(data=str(world), agent="scripted", agent_options={"script": script}, settings=["no-tool"],
                        judge=None, task_ids=[t.id for t in tasks], out=str(tmp_path / "logs"), concurrency=3)
     result = run(config)
     scores = {v.key.split("|")[0]: v.score for v in result.verdicts}
-    assert [scores[t.id] for t in tasks] == [0.5, 0.5, 1.0, 1.0, 0.0]
+    assert [scores[t.id] for t in tasks] == [0.5, 0.5, 1.0, 0.0, 0.0]
     metrics = result.summary["groups"][0]["suites"]["mmir"]
-    assert metrics["accuracy"] == 60.0
-    assert metrics["sources"] == {"office": 100.0, "poster": 0.0, "web": round(200 / 3, 2)}
+    assert metrics["accuracy"] == 40.0
+    assert metrics["sources"] == {"office": 0.0, "poster": 0.0, "web": round(200 / 3, 2)}
     assert metrics["counts"] == {"office": 1, "poster": 1, "web": 3}
-    assert metrics["modes"]["mcq"]["accuracy"] == 60.0
+    assert metrics["modes"]["mcq"]["accuracy"] == 40.0
+    lenient = asyncio.run(rejudge(result.run_dir, "mmir", {"strict_ans": False}, label="mmir-lenient"))
+    assert lenient.scored == 5
+    by_key = {v.key.split("|")[0]: v.score for v in RunStore(result.run_dir).verdicts() if v.judge == "mmir-lenient"}
+    assert by_key[tasks[3].id] == 1.0
 
 
 def test_open_ended_answers_are_mapped_by_the_judge_model(world: Path, tmp_path: Path):

@@ -146,8 +146,8 @@ def test_vlm_judge_sends_the_image_and_criterion(tmp_path):
     replies = iter(["Step 1... <answer>Yes</answer>", "The image shows two circles. <answer>No</answer>"])
 
     async def scenario(base_url):
-        judge = ureason_vlm(model="vlm", base_url=base_url, max_retries=0)
-        skipper = ureason_vlm(model="vlm", base_url=base_url, max_retries=0, missing="skip")
+        judge = ureason_vlm(model="vlm", base_url=base_url, max_retries=0, missing="fail")
+        skipper = ureason_vlm(model="vlm", base_url=base_url, max_retries=0)  # published default: skip
         try:
             return [await judge.score(_episode(blobs), blobs),
                     await judge.score(_episode(blobs, level="direct", color="blue"), blobs),

@@ -1,0 +1,60 @@
+"""Human-agreement commands of the `arena` CLI: `annotate` (a labelling page) and `agreement` (labels vs judge)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from runs.agreement import agreement_report
+from runs.annotate import write_annotation_page
+from runs.rundata import load_run
+
+from .common import console, fail, split_values
+
+app = typer.Typer()
+
+
+@app.command()
+def annotate(run_dir: Path,
+             sample: int = typer.Option(210, help="Answers to sample (paper: 210)."),
+             stratify: str = typer.Option("level,setting,agent", help="Fields to stratify by: level, setting, agent, "
+                                          "category, suite, max_rounds."),
+             seed: int = typer.Option(0, help="Seed of the sample."),
+             judge: str = typer.Option("auto", help="Whose verdicts the labels will be compared with."),
+             out: Optional[Path] = typer.Option(None, help="HTML file (default: RUN/annotate-SEED.html).")) -> None:
+    """Write a self-contained HTML page where a person labels a stratified sample of the run's answers."""
+    try:
+        run = load_run(run_dir, judge)
+        path, count = write_annotation_page(run, out or run_dir / f"annotate-{seed}.html", sample,
+                                            [s for s in split_values([stratify]) if s], seed)
+    except (ValueError, OSError) as exc:
+        fail(str(exc))
+    console.print(f"annotation page: {path} ({count} answers)")
+
+
+@app.command("agreement")
+def agreement_cmd(run_dir: Path,
+                  labels: list[Path] = typer.Argument(..., help="Label files saved from the annotation page."),
+                  judge: str = typer.Option("auto", help="Whose verdicts the labels are compared with.")) -> None:
+    """Agreement of human labels with the judge (percent, Cohen's kappa) and across annotators (Fleiss' kappa)."""
+    try:
+        report = agreement_report(load_run(run_dir, judge), labels)
+    except (ValueError, OSError) as exc:
+        fail(str(exc))
+    table = Table(title=f"human labels vs judge {report.judge}", title_justify="left")
+    for name in ("annotator", "answers", "agree %", "Cohen's kappa", "too vague", "ambiguous"):
+        table.add_column(name)
+    rows = report.raters + ([report.majority] if report.majority is not None else [])
+    for r in rows:
+        table.add_row(r.name, str(r.items), "–" if r.percent is None else f"{r.percent:.1f}",
+                      "–" if r.kappa is None else f"{r.kappa:.3f}", str(r.too_vague), str(r.ambiguous))
+    console.print(table)
+    if report.majority is not None:
+        kappa = "–" if report.fleiss_kappa is None else f"{report.fleiss_kappa:.3f}"
+        console.print(f"Fleiss' kappa across {len(report.raters)} annotators: {kappa} "
+                      f"({report.fleiss_items} answers labelled by all)")
+    for note in report.notes:
+        console.print(f"[yellow]{note}[/yellow]")

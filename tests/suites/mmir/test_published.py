@@ -1,0 +1,101 @@
+"""Differential tests: the `mmir` judge against a reference of MMIR's published scoring.
+
+Reference written from eric-ai-lab/MMIR `eval/calculate_score.py` (`extract_xml`, `check_answer`, `llm_judge`,
+`eval`), in our own words: the first `<ans>` block of the raw reply (empty when absent), every digit run as an
+integer, a set of them; 0 for none or more than two; single truth: 1 for exactly it, 0.5 when it is one of two;
+two truths: half a point per true id. Open-ended: the judge always gets the span (possibly empty) and its `<id>`
+reply is scored the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+
+from suites.mmir.judge import MMIR_TOTAL, mmir, mmir_metrics
+from judges.metrics import summarize
+from arena.verdict import Verdict
+from tests.support.published_episodes import final_turn_episode
+from tests.support.openai_server import OpenAIStub
+
+
+def ref_span(text: str, tag: str) -> str:
+    m = re.search(f"<{tag}>(.*?)</{tag}>", text, re.S)
+    return m.group(1).strip() if m else ""
+
+
+def ref_score(span: str, truth: list[int]) -> float:
+    ids = {int(d) for d in re.findall(r"\d+", span)}
+    if not ids or len(ids) > 2:
+        return 0.0
+    if len(truth) == 1:
+        if len(ids) == 1:
+            return float(truth[0] in ids)
+        return 0.5 if truth[0] in ids else 0.0
+    return len([i for i in ids if i in truth]) / 2
+
+
+REPLIES = [
+    "<ans>3</ans>", "<ans> 3 </ans>", "<ans>3, 5</ans>", "<ans>5,3</ans>", "<ans>3 3</ans>", "<ans>3,3,5</ans>",
+    "<ans>3,5,7</ans>", "<ans>03</ans>", "<ans>element 3</ans>", "<ans>[3]</ans>", "<ans>\"[3]\",\"[5]\"</ans>",
+    "<ans></ans>", "<ans>none</ans>", "3", "The answer is 3", "<answer>3</answer>", "<ANS>3</ANS>", "<ans>3",
+    "3</ans>", "<ans>3</ans><ans>5</ans>", "<ans>\n3\n</ans>", "<ans>3.5</ans>", "<ans>-3</ans>", "<ans>３</ans>",
+    "<ans>٣</ans>", "<ans>id3 and id12</ans>", "<ans>12</ans>", "<ans>1 2</ans>", "<think>7</think><ans>3</ans>",
+    "<ans>3</ans> because 5", "x<ans>5</ans>y<ans>3</ans>", "<ans>0</ans>", "<ans>3,12</ans>", "<ans>12,3</ans>",
+    "<ans>1e3</ans>", "<ans>3\t5</ans>", "<ans>3;5;7</ans>", "<ans>third</ans>", "<ans> </ans>", "", "<ans>5</ans>",
+    "<ans>5, 12</ans>", "<ans>7,7</ans>", "<ans>100</ans>", "<ans>3</ans >", "< ans>3</ans>", "<ans>3/5</ans>",
+    "<ans>3-5</ans>", "<ans>#3 #5</ans>", "<ans>3 and 5 and 3</ans>", "<ans>5 3</ans>",
+]
+TRUTHS = [[3], [5], [3, 5], [3, 12]]
+
+
+def test_enough_replies():
+    assert len(REPLIES) >= 50
+
+
+@pytest.mark.parametrize("reply", REPLIES)
+def test_mcq_score_equals_published(reply):
+    judge = mmir()
+    for truth in TRUTHS:
+        episode = final_turn_episode(reply, [str(t) for t in truth], suite="mmir", task_id="web-1:mcq",
+                                     kind="element_ids", answer=reply or None)
+        verdict = asyncio.run(judge.score(episode))
+        assert verdict.score == ref_score(ref_span(reply, "ans"), truth), (reply, truth)
+
+
+def test_open_ended_always_asks_the_judge_with_the_published_span():
+    judge_ids = iter(["<id>\"[3]\"</id>", "<id>\"[3]\",\"[5]\"</id>", "no id", "<id>\"[5]\"</id>"] * 20)
+
+    def respond(request):
+        return next(judge_ids)
+
+    async def scenario(server):
+        judge = mmir(model="j", base_url=server.base_url, retry_initial=0.01)
+        for i, reply in enumerate(REPLIES[:20]):
+            before = len(server.requests)
+            episode = final_turn_episode(reply, ["3"], suite="mmir", task_id="web-1:open", kind="element_ids",
+                                         options=["3: a title", "5: a logo"], answer=reply or None)
+            verdict = await judge.score(episode)
+            request = server.requests[before]
+            prompt = request["messages"][0]["content"]
+            assert len(server.requests) == before + 1
+            assert f"Sentence:\n{ref_span(reply, 'ans')}\n\nOptions:\n3: a title\n5: a logo" in prompt
+            assert verdict.score == ref_score(ref_span(verdict.raw or "", "id"), [3])
+        await judge.aclose()
+
+    with OpenAIStub(respond) as server:
+        asyncio.run(scenario(server))
+
+
+def test_overall_over_the_fixed_total():
+    rows = []
+    for i, reply in enumerate(["<ans>3</ans>", "<ans>3,5</ans>", "<ans>9</ans>"]):
+        episode = final_turn_episode(reply, ["3"], suite="mmir", task_id=f"web-{i}:mcq")
+        rows.append((episode, Verdict(episode_id=episode.id, key=episode.key, judge="mmir",
+                                      score=ref_score(ref_span(reply, "ans"), [3]), correct=False)))
+    figures = mmir_metrics(rows)
+    assert figures["overall_of_534"] == round(100 * 1.5 / MMIR_TOTAL, 2)
+    assert figures["accuracy"] == round(100 * 1.5 / 3, 2)
+    assert summarize([e for e, _ in rows], [v for _, v in rows], "mmir")["groups"][0]["pass1"] == 50.0

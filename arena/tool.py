@@ -98,6 +98,7 @@ class Tool(ABC):
     def parse_args(self, arguments: Any) -> BaseModel:
         if not isinstance(arguments, dict):
             raise ToolArgumentError(f"arguments of {self.name} must be a JSON object, got {type(arguments).__name__}")
+        _check_numbers(self.name, arguments, "arguments")
         try:
             return self.Args.model_validate(arguments)
         except ValidationError as exc:
@@ -118,6 +119,25 @@ class Tool(ABC):
 
     async def aclose(self) -> None:
         """Release run-wide resources (processes, indexes, connections)."""
+
+
+MAX_ARGUMENT_NUMBER = 1e15
+
+
+def _check_numbers(tool: str, value: Any, where: str) -> None:
+    """Reject a non-finite or absurdly large number anywhere in the arguments, naming where it is."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_numbers(tool, item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_numbers(tool, item, f"{where}[{i}]")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ToolArgumentError(f"invalid arguments for {tool}: {where} is a non-finite number ({value})")
+        if abs(value) > MAX_ARGUMENT_NUMBER:
+            raise ToolArgumentError(f"invalid arguments for {tool}: {where} is too large ({value:g}; numbers in "
+                                    f"tool arguments must be at most {MAX_ARGUMENT_NUMBER:g} in magnitude)")
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from arena.trajectory import Episode
 from arena.verdict import Verdict
 
 from .records import RunInfo, RunSummary
+from .reduce import record_line
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -119,7 +120,7 @@ class RunStore:
         os.replace(tmp, path)
 
     def _append(self, path: Path, record: BaseModel) -> None:
-        line = record.model_dump_json() + "\n"
+        line = record_line(record)
         with path.open("a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()

@@ -23,7 +23,7 @@ from runs.store import RunStore
 from runs.table import summary_table
 from runs.viewer import write_viewer
 
-from .common import console, execute_with_progress, fail, parse_kv, print_result, split_values
+from .common import console, execute_with_progress, fail, finish_run, parse_kv, split_values
 
 app = typer.Typer()
 
@@ -149,11 +149,10 @@ def run_grid(
         result = execute_with_progress(config, force=force)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
-    print_result(result)
     calls = result.summary.get("model_calls", {})
-    if result.summary.get("prefix_sharing"):
-        console.print(f"prefix sharing: {calls.get('made')} model calls made, {calls.get('saved')} saved "
-                      f"(separate runs: {calls.get('separate_runs')})")
+    lines = [f"prefix sharing: {calls.get('made')} model calls made, {calls.get('saved')} saved "
+             f"(separate runs: {calls.get('separate_runs')})"] if result.summary.get("prefix_sharing") else []
+    finish_run(result, lines)
 
 
 @app.command()
@@ -181,7 +180,7 @@ def resume(run_dir: Path,
         result = execute_with_progress(config, force=force)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
-    print_result(result)
+    finish_run(result)
 
 
 def agreement_rich(rows) -> Table:
@@ -338,4 +337,4 @@ def fork(run_dir: Path,
         result = execute_with_progress(config)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
-    print_result(result)
+    finish_run(result)

@@ -94,8 +94,9 @@ def check_world(world_dir: Path, out: Path, concurrency: int = 4) -> WorldCheckR
         raise ValueError(f"{world}: no check is registered for worlds of kind {info.name!r}; "
                          f"known: {', '.join(sorted(WORLD_CHECKS)) or 'none'}")
     tasks = [t for ds in load_datasets(world) for t in ds.tasks]
-    by_id = {t.id: t for t in tasks}
     problems, stats = check.static(world, tasks)
+    tasks = [t for t in tasks if check.played is None or check.played(t)]
+    by_id = {t.id: t for t in tasks}
     widest = max([int(t.metadata.get("max_rounds") or 0) for t in tasks] + [check.default_rounds])
     figures: list[AgentFigures] = []
     for baseline in check.baselines:
@@ -103,6 +104,7 @@ def check_world(world_dir: Path, out: Path, concurrency: int = 4) -> WorldCheckR
         options = accepted_options(AGENTS[baseline.agent], {"world": str(world.resolve())})
         config = RunConfig(data=str(world), agent=baseline.agent, agent_options=options, settings=[baseline.setting],
                            max_rounds=[rounds], judge=check.judge, concurrency=concurrency, out=str(out),
+                           task_ids=None if check.played is None else sorted(by_id),
                            run_id=f"world-check-{info.name}-{info.content_hash[:10]}-{baseline.agent}")
         result = run(config)
         fig = _figures(result, baseline.agent, baseline.setting, rounds)

@@ -47,7 +47,7 @@ class RunResult:
     unrecorded: int = 0
     """Episodes of the grid with no record in the store at the end (the run stopped early)."""
     stopped: str | None = None
-    """Why the run stopped before playing its whole grid (None when it did not)."""
+    """Why the run stopped before playing its whole grid (None when it did not), set by what stopped it."""
     unwritten: list[str] = field(default_factory=list)
     """One message per record (episode or verdict) that could not be written to the store."""
 
@@ -221,12 +221,7 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             if progress:
                 progress(episode, verdict)
 
-        outcomes = await asyncio.gather(*(run_family(f) for f in families), *(rejudge(e) for e in unjudged),
-                                        return_exceptions=True)
-        crashed = [o for o in outcomes if isinstance(o, BaseException)]
-        for outcome in crashed:
-            if not isinstance(outcome, Exception):
-                raise outcome
+        await asyncio.gather(*(run_family(f) for f in families), *(rejudge(e) for e in unjudged))
         episodes, verdicts = store.episodes(), store.verdicts()
         summary = summarize(episodes, verdicts, judge_name)
         summary.update({"run_id": run_id, "judges": judges.describe(), "model_calls": model_call_counts(episodes)})
@@ -236,10 +231,8 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             summary["prefix_sharing"] = True
         store.write_summary(summary)
         recorded = {e.key for e in episodes}
-        stopped = (f"{len(crashed)} part(s) of the grid failed, first: {type(crashed[0]).__name__}: {crashed[0]}"
-                   if crashed else None)
         return RunResult(run_dir=store.dir, run_id=run_id, summary=summary, episodes=episodes, verdicts=verdicts,
-                         ran=missing, grid=grid_size(families), stopped=stopped, unwritten=unwritten,
+                         ran=missing, grid=grid_size(families), unwritten=unwritten,
                          unrecorded=sum(1 for f in families for c in f.cells if c.key not in recorded))
     finally:
         await judges.aclose()

@@ -46,7 +46,7 @@ def test_records_that_cannot_be_written_exit_one(tiny_data, tmp_path):
 
 def test_a_run_stopped_early_is_a_problem():
     stopped = RunResult(run_dir=Path("x"), run_id="x", summary={}, grid=4, unrecorded=3,
-                        stopped="1 part(s) of the grid failed, first: RuntimeError: judge down")
-    assert run_problems(stopped) == ["the run stopped early: 1 part(s) of the grid failed, first: RuntimeError: "
-                                     "judge down; 3 of 4 episode(s) have no record"]
+                        stopped="endpoint http://127.0.0.1:9/v1 refused 5 requests in a row")
+    assert run_problems(stopped) == ["the run stopped early: endpoint http://127.0.0.1:9/v1 refused 5 requests in "
+                                     "a row; 3 of 4 episode(s) have no record"]
     assert run_problems(RunResult(run_dir=Path("x"), run_id="x", summary={}, grid=4)) == []

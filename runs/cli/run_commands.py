@@ -166,7 +166,10 @@ def resume(run_dir: Path,
     store = RunStore(run_dir)
     if not store.exists():
         fail(f"{run_dir}: not a run directory (no run.json)")
-    info = store.info()
+    try:
+        info = store.info()
+    except (ValueError, RuntimeError, OSError) as exc:
+        fail(str(exc))
     try:
         config = RunConfig.model_validate(info.get("config") or {})
     except ValueError as exc:
@@ -233,7 +236,7 @@ def report(runs: list[Path] = typer.Argument(..., help="Run directories."),
     try:
         data = [load_run(r, judge) for r in runs]
         built = build_report(data)
-    except (ValueError, OSError) as exc:
+    except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     for table in built.tables:
         console.print(table.rich())
@@ -254,7 +257,7 @@ def view(runs: list[Path] = typer.Argument(..., help="A run directory, or two to
         data = [load_run(r, judge) for r in runs]
         target = out or (runs[0] / ("viewer.html" if len(runs) == 1 else f"compare-{runs[1].resolve().name}.html"))
         path = write_viewer(data, target, max_side=max_side)
-    except (ValueError, OSError) as exc:
+    except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     console.print(f"viewer: {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
@@ -268,7 +271,7 @@ def replay(run_dir: Path,
     """Step through a recorded episode; --check re-executes its tool calls against the world."""
     try:
         run = load_run(run_dir, judge)
-    except ValueError as exc:
+    except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     if episode is None:
         table = Table(title=f"{run.run_id}: episodes")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -126,18 +127,13 @@ MAX_ARGUMENT_NUMBER = 1e15
 
 def _check_numbers(tool: str, value: Any, where: str) -> None:
     """Reject a non-finite or absurdly large number anywhere in the arguments, naming where it is."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _check_numbers(tool, item, f"{where}.{key}")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _check_numbers(tool, item, f"{where}[{i}]")
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ToolArgumentError(f"invalid arguments for {tool}: {where} is a non-finite number ({value})")
-        if abs(value) > MAX_ARGUMENT_NUMBER:
-            raise ToolArgumentError(f"invalid arguments for {tool}: {where} is too large ({value:g}; numbers in "
-                                    f"tool arguments must be at most {MAX_ARGUMENT_NUMBER:g} in magnitude)")
+    if isinstance(value, (dict, list)):
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            _check_numbers(tool, item, f"{where}.{key}" if isinstance(value, dict) else f"{where}[{key}]")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= MAX_ARGUMENT_NUMBER:
+        problem = "is a non-finite number" if isinstance(value, float) and not math.isfinite(value) else "is too large"
+        raise ToolArgumentError(f"invalid arguments for {tool}: {where} {problem} ({str(value)[:24]}; numbers in tool "
+                                f"arguments must be finite and at most {MAX_ARGUMENT_NUMBER:g} in magnitude)")
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -1,10 +1,5 @@
-"""Model output is untrusted data: JSON parsed within bounds, text that always serialises.
-
-A reply may nest JSON thousands of levels deep, carry megabytes of arguments or lone
-UTF-16 surrogates (`"\\ud800"`), which no UTF-8 writer accepts. These helpers turn each
-of those into a message or a marked replacement, so a hostile reply costs its
-episode one invalid turn and never reaches a serialiser that would raise.
-"""
+"""Model output is untrusted data: JSON parsed within bounds, text that always serialises (lone UTF-16
+surrogates such as `"\\ud800"` are accepted by `json.loads` but by no UTF-8 writer)."""
 
 from __future__ import annotations
 
@@ -13,7 +8,6 @@ from typing import Any
 
 MAX_JSON_DEPTH = 64
 MAX_ARGUMENT_CHARS = 65_536
-REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
@@ -39,7 +33,7 @@ def clean_text(text: str | None, field: str, notes: list[str]) -> str | None:
     note = f"{field}: invalid Unicode (lone surrogates) replaced by U+FFFD"
     if note not in notes:
         notes.append(note)
-    return _SURROGATE.sub(REPLACEMENT, text)
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def clean_value(value: Any, field: str, notes: list[str], depth: int = 0) -> Any:

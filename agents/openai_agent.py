@@ -25,6 +25,7 @@ from arena.prompts import FINAL_ANSWER, FORMAT_INSTRUCTION, TOOL_RESPONSE, syste
 from arena.protocol import parse_response
 from arena.tool import tools_prompt_block
 from arena.trajectory import InputSummary, Step
+from arena.untrusted import json_text_problem
 
 DEFAULT_MAX_PIXELS = 1280 * 28 * 28
 
@@ -107,11 +108,17 @@ class OpenAIAgent(Agent):
         common = dict(output=response.content, tool=call["name"], call_id=call["id"], raw_call=raw,
                       reasoning=response.reasoning, ignored_calls=len(response.tool_calls) - 1,
                       usage=response.usage, input=summary)
+        problem = json_text_problem(raw, f"the arguments of {call['name']}") if isinstance(raw, str) else None
+        if problem:
+            return AgentTurn(action="invalid", error=f"{problem}; write a smaller call", **common)
         try:
             arguments = json.loads(raw) if isinstance(raw, str) else raw
         except json.JSONDecodeError as exc:
             return AgentTurn(action="invalid", error=f"the arguments of {call['name']} are not valid JSON "
                              f"({exc.msg} at line {exc.lineno} column {exc.colno})", **common)
+        except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+            return AgentTurn(action="invalid", error=f"the arguments of {call['name']} have a number that cannot "
+                             f"be read ({exc})", **common)
         if not isinstance(arguments, dict):
             return AgentTurn(action="invalid", error=f"the arguments of {call['name']} must be a JSON object",
                              **common)

@@ -66,7 +66,11 @@ def collect_tasks(path: Path, root: Path, to_task: Callable[[Any, str], Task]) -
     tasks, seen = [], set()
     for lineno, record in iter_records(path):
         where = f"{path}:{lineno}"
-        task = to_task(record, where)
+        try:
+            task = to_task(record, where)
+        except ValidationError as exc:  # a loader's Task(...) with a field of the wrong type
+            err = exc.errors()[0]
+            raise DatasetError(f"{where}: field {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
         if task.id in seen:
             raise DatasetError(f"{where}: field id: duplicate task id {task.id!r}")
         seen.add(task.id)

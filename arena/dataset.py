@@ -76,6 +76,8 @@ def register_loader(name: str, detect: Callable[[Path], bool]):
 
 def load_datasets(path: str | Path, root: str | Path | None = None, fmt: str | None = None) -> list[Dataset]:
     """Load whatever `path` is (a task file, a datasets.json, a world directory) with the first loader that accepts it."""
+    if "\x00" in str(path):
+        raise DatasetError(f"data path {str(path)!r} contains a NUL byte")
     path = Path(path)
     if not path.exists():
         raise DatasetError(f"{path}: no such file or directory")

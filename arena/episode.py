@@ -10,6 +10,7 @@ spent) ends an episode with finish_reason "error".
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import traceback
@@ -29,6 +30,7 @@ from .protocol import extract_answer
 from .task import Task, TaskRef
 from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage
 from .trajectory import Episode, Observation, Step, Totals, Usage, clip, episode_key
+from .untrusted import MAX_ARGUMENT_CHARS, clean_text, clean_value
 
 MAX_OBSERVATION_CHARS = 32_000
 logger = logging.getLogger(__name__)
@@ -102,12 +104,29 @@ class _Run:
         return turn, time.perf_counter() - started
 
     def step_from(self, turn: AgentTurn, round_: int, seconds: float, final: bool) -> Step:
+        """The turn as a step that always serialises: text clipped, invalid Unicode replaced (and
+        noted), arguments that are not a bounded JSON object turned into an invalid action."""
         self.usage = self.usage + turn.usage
-        return Step(round=round_, final_turn=final, input=turn.input, output=clip(turn.output) or "",
-                    reasoning=clip(turn.reasoning), action=turn.action, tool=turn.tool,
-                    arguments=turn.arguments, call_id=turn.call_id, raw_call=clip(turn.raw_call, 8192),
-                    answer=clip(turn.answer, 8192), error=turn.error, ignored_calls=turn.ignored_calls,
-                    model_seconds=seconds, usage=turn.usage)
+        notes: list[str] = []
+
+        def text(value: str | None, name: str, limit: int = 65_536) -> str | None:
+            return clean_text(clip(value, limit), name, notes)
+
+        action, arguments, error = turn.action, None, text(turn.error, "error", 8192)
+        try:
+            arguments = clean_value(turn.arguments, "arguments", notes)
+            if arguments is not None and not isinstance(arguments, dict):
+                raise ValueError(f"the arguments must be a JSON object, got {type(arguments).__name__}")
+            if arguments and len(json.dumps(arguments, default=str)) > MAX_ARGUMENT_CHARS:
+                raise ValueError(f"the arguments are over the limit of {MAX_ARGUMENT_CHARS:,} characters")
+        except (ValueError, TypeError) as exc:
+            action, arguments, error = "invalid", None, f"{text(turn.tool, 'tool')}: {exc}"
+        return Step(round=round_, final_turn=final, input=turn.input, output=text(turn.output, "output") or "",
+                    reasoning=text(turn.reasoning, "reasoning"), action=action, tool=text(turn.tool, "tool", 256),
+                    arguments=arguments, call_id=text(turn.call_id, "call_id", 256),
+                    raw_call=text(turn.raw_call, "raw_call", 8192), answer=text(turn.answer, "answer", 8192),
+                    error=error, ignored_calls=turn.ignored_calls, model_seconds=seconds, usage=turn.usage,
+                    notes=notes)
 
     async def call_tool(self, step: Step) -> None:
         name = step.tool or ""
@@ -149,12 +168,12 @@ class _Run:
                 self.images.append(ContextImage(blob_id, source=name, image=image))
                 indices.append(len(self.images) - 1)
                 blob_ids.append(blob_id)
-            text = clip(result.text, MAX_OBSERVATION_CHARS) or ""
+            text = clean_text(clip(result.text, MAX_OBSERVATION_CHARS), "observation", step.notes) or ""
             if indices:
                 label = ", ".join(str(i) for i in indices)
                 text += f"\n(Returned image{'s' if len(indices) > 1 else ''}: img_idx {label}.)"
             step.observation = Observation(text=text.strip(), images=blob_ids, image_indices=indices,
-                                           data=result.data)
+                                           data=clean_value(result.data, "observation data", step.notes))
         step.tool_seconds = time.perf_counter() - started
         self.count_call(name)
 

@@ -11,9 +11,11 @@ class PathEscapeError(ValueError):
 
 def resolve_inside(root: str | Path, relative: str, *, where: str = "") -> Path:
     """Return `root / relative` resolved, or raise PathEscapeError naming `where` and the path."""
+    at = f"{where}: " if where else ""
+    if "\x00" in relative:
+        raise PathEscapeError(f"{at}path {relative!r} contains a NUL byte")
     root_path = Path(root).resolve()
     candidate = (root_path / relative).resolve()
     if candidate != root_path and root_path not in candidate.parents:
-        at = f"{where}: " if where else ""
         raise PathEscapeError(f"{at}path {relative!r} escapes the dataset root {root_path}")
     return candidate

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .untrusted import json_text_problem
+
 _THINK_OPEN = re.compile(r"<(think|thinking)>")
 _TOOL_OPEN = "<tool_call>"
 _TOOL_CLOSE = "</tool_call>"
@@ -92,6 +94,9 @@ def _tool_call_bodies(text: str) -> list[str]:
 def parse_tool_call_json(body: str) -> tuple[str | None, dict[str, Any] | None, str | None]:
     """Parse `{"name": ..., "arguments": {...}}`; returns (name, arguments, error)."""
     snippet = body.strip()
+    problem = json_text_problem(snippet, "the tool call")
+    if problem:
+        return None, None, f"{problem}; write a smaller call"
     try:
         data = json.loads(snippet)
     except json.JSONDecodeError as exc:
@@ -99,6 +104,8 @@ def parse_tool_call_json(body: str) -> tuple[str | None, dict[str, Any] | None, 
             f"the tool call is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
             'write <tool_call>{"name": "...", "arguments": {...}}</tool_call>'
         )
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        return None, None, f"the tool call has a number that cannot be read ({exc})"
     if not isinstance(data, dict):
         return None, None, f"the tool call must be a JSON object, got {type(data).__name__}"
     name = data.get("name")
@@ -110,6 +117,8 @@ def parse_tool_call_json(body: str) -> tuple[str | None, dict[str, Any] | None, 
             arguments = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
             return name, None, f'"arguments" of {name} is a string that is not valid JSON ({exc.msg})'
+        except ValueError as exc:
+            return name, None, f'"arguments" of {name} has a number that cannot be read ({exc})'
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -98,6 +99,7 @@ class Tool(ABC):
     def parse_args(self, arguments: Any) -> BaseModel:
         if not isinstance(arguments, dict):
             raise ToolArgumentError(f"arguments of {self.name} must be a JSON object, got {type(arguments).__name__}")
+        _check_numbers(self.name, arguments, "arguments")
         try:
             return self.Args.model_validate(arguments)
         except ValidationError as exc:
@@ -118,6 +120,20 @@ class Tool(ABC):
 
     async def aclose(self) -> None:
         """Release run-wide resources (processes, indexes, connections)."""
+
+
+MAX_ARGUMENT_NUMBER = 1e15
+
+
+def _check_numbers(tool: str, value: Any, where: str) -> None:
+    """Reject a non-finite or absurdly large number anywhere in the arguments, naming where it is."""
+    if isinstance(value, (dict, list)):
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            _check_numbers(tool, item, f"{where}.{key}" if isinstance(value, dict) else f"{where}[{key}]")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= MAX_ARGUMENT_NUMBER:
+        problem = "is a non-finite number" if isinstance(value, float) and not math.isfinite(value) else "is too large"
+        raise ToolArgumentError(f"invalid arguments for {tool}: {where} {problem} ({str(value)[:24]}; numbers in tool "
+                                f"arguments must be finite and at most {MAX_ARGUMENT_NUMBER:g} in magnitude)")
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -71,6 +71,8 @@ class Step(BaseModel):
     model_seconds: float = 0.0
     tool_seconds: float = 0.0
     usage: Usage = Field(default_factory=Usage)
+    notes: list[str] = Field(default_factory=list)
+    """What the arena changed in the model's output to keep it storable (e.g. invalid Unicode replaced)."""
 
 
 class Totals(BaseModel):

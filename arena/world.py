@@ -111,6 +111,8 @@ class WorldCheck:
     judge: str = "normalized"
     default_rounds: int = 10
     oracle: str | None = "oracle"
+    played: Callable[[Task], bool] | None = None
+    """Which tasks the baselines play (default: all); e.g. not those only a judge model can score."""
 
 
 WORLD_CHECKS: dict[str, WorldCheck] = {}

@@ -42,6 +42,14 @@ class RunResult:
     episodes: list[Episode] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     ran: int = 0
+    grid: int = 0
+    """Episodes in the run's grid."""
+    unrecorded: int = 0
+    """Episodes of the grid with no record in the store at the end (the run stopped early)."""
+    stopped: str | None = None
+    """Why the run stopped before playing its whole grid (None when it did not), set by what stopped it."""
+    unwritten: list[str] = field(default_factory=list)
+    """One message per record (episode or verdict) that could not be written to the store."""
 
 
 def git_hash() -> str | None:
@@ -155,14 +163,24 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             on_start(missing + len(unjudged), grid_size(families))
         slots = asyncio.Semaphore(config.concurrency)
 
+        unwritten: list[str] = []
+
         async def judge_and_store(episode: Episode) -> Verdict | None:
             async with backend.gate.slot(judge_endpoint):
                 verdict = await judges.get(judge_for(episode, judge_name)).score(episode, store.blobs)
-            store.append_verdict(verdict)
+            try:
+                store.append_verdict(verdict)
+            except (OSError, ValueError) as exc:
+                unwritten.append(f"verdict of episode {episode.key}: {type(exc).__name__}: {exc}")
+                return None
             return verdict
 
         async def record(episode: Episode) -> Episode:
-            store.append_episode(episode)
+            try:
+                store.append_episode(episode)
+            except (OSError, ValueError) as exc:  # the other episodes go on; the exit status says so
+                unwritten.append(f"episode {episode.key}: {type(exc).__name__}: {exc}")
+                return episode
             async with slots:
                 verdict = await judge_and_store(episode)
             if progress:
@@ -212,8 +230,10 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
         if config.shares_prefixes():
             summary["prefix_sharing"] = True
         store.write_summary(summary)
+        recorded = {e.key for e in episodes}
         return RunResult(run_dir=store.dir, run_id=run_id, summary=summary, episodes=episodes, verdicts=verdicts,
-                         ran=missing)
+                         ran=missing, grid=grid_size(families), unwritten=unwritten,
+                         unrecorded=sum(1 for f in families for c in f.cells if c.key not in recorded))
     finally:
         await judges.aclose()
         if backend is not None:

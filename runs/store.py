@@ -24,6 +24,7 @@ from arena.trajectory import Episode
 from arena.verdict import Verdict
 
 from .records import RunInfo, RunSummary
+from .reduce import record_line
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -72,8 +73,10 @@ def read_records(path: Path, model: type[M]) -> Iterator[M]:
             try:
                 yield model.model_validate_json(line)
             except ValidationError as exc:
-                raise RunStoreError(f"{path}:{lineno}: not a valid {model.__name__} record: "
-                                    f"{exc.errors()[0]['msg']}") from None
+                err = exc.errors()[0]
+                field = ".".join(str(p) for p in err["loc"]) or "(line)"
+                raise RunStoreError(f"{path}:{lineno}: not a valid {model.__name__} record: field {field}: "
+                                    f"{err['msg']}") from None
 
 
 class RunStore:
@@ -92,7 +95,7 @@ class RunStore:
         """Create the run, or reopen it after checking that its grid is the same."""
         self.dir.mkdir(parents=True, exist_ok=True)
         if self.exists():
-            old = json.loads(self.run_json.read_text())
+            old = _read_json(self.run_json)
             if old.get("fingerprint") != info.get("fingerprint") and not force:
                 raise RunStoreError(
                     f"{self.run_json}: this run was started with a different configuration "
@@ -107,7 +110,7 @@ class RunStore:
 
     def info(self) -> dict[str, Any]:
         """run.json, checked against `RunInfo` (an error names the file and field)."""
-        return _checked(RunInfo, json.loads(self.run_json.read_text()), self.run_json)
+        return _checked(RunInfo, _read_json(self.run_json), self.run_json)
 
     def update_info(self, fields: dict[str, Any]) -> None:
         """Merge `fields` into run.json (atomically)."""
@@ -119,7 +122,7 @@ class RunStore:
         os.replace(tmp, path)
 
     def _append(self, path: Path, record: BaseModel) -> None:
-        line = record.model_dump_json() + "\n"
+        line = record_line(record)
         with path.open("a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
@@ -156,3 +159,16 @@ def _checked(model: type[BaseModel], data: dict[str, Any], path: Path) -> dict[s
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "(document)"
         raise RunStoreError(f"{path}: field {field}: {err['msg']}") from None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object file; an error names the file, line and column."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RunStoreError(f"{path}: not valid JSON ({exc.msg}: line {exc.lineno} column {exc.colno})") from None
+    except UnicodeDecodeError as exc:
+        raise RunStoreError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not isinstance(data, dict):
+        raise RunStoreError(f"{path}: must hold a JSON object, got {type(data).__name__}")
+    return data

@@ -13,12 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from arena.agent import AGENTS
 from arena.dataset import load_datasets
 from arena.task import Task
 from arena.world import WORLD_CHECKS, Baseline, is_world, read_world
 
 from .config import RunConfig
-from .plugins import load_plugins
+from .plugins import accepted_options, load_plugins
 from .runner import RunResult, run
 
 
@@ -93,14 +94,17 @@ def check_world(world_dir: Path, out: Path, concurrency: int = 4) -> WorldCheckR
         raise ValueError(f"{world}: no check is registered for worlds of kind {info.name!r}; "
                          f"known: {', '.join(sorted(WORLD_CHECKS)) or 'none'}")
     tasks = [t for ds in load_datasets(world) for t in ds.tasks]
-    by_id = {t.id: t for t in tasks}
     problems, stats = check.static(world, tasks)
+    tasks = [t for t in tasks if check.played is None or check.played(t)]
+    by_id = {t.id: t for t in tasks}
     widest = max([int(t.metadata.get("max_rounds") or 0) for t in tasks] + [check.default_rounds])
     figures: list[AgentFigures] = []
     for baseline in check.baselines:
         rounds = baseline.max_rounds or widest
-        config = RunConfig(data=str(world), agent=baseline.agent, settings=[baseline.setting], max_rounds=[rounds],
-                           judge=check.judge, concurrency=concurrency, out=str(out),
+        options = accepted_options(AGENTS[baseline.agent], {"world": str(world.resolve())})
+        config = RunConfig(data=str(world), agent=baseline.agent, agent_options=options, settings=[baseline.setting],
+                           max_rounds=[rounds], judge=check.judge, concurrency=concurrency, out=str(out),
+                           task_ids=None if check.played is None else sorted(by_id),
                            run_id=f"world-check-{info.name}-{info.content_hash[:10]}-{baseline.agent}")
         result = run(config)
         fig = _figures(result, baseline.agent, baseline.setting, rounds)

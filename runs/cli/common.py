@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 import typer
 from rich.console import Console
@@ -76,3 +76,33 @@ def print_result(result: RunResult) -> None:
     for warning in result.summary.get("warnings", []):
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     console.print(f"run directory: {result.run_dir}")
+
+
+def run_problems(result: RunResult) -> list[str]:
+    """Why a finished `arena run` must exit non-zero: it stopped before its whole grid was
+    recorded, every episode ended with an error, or a record could not be written. Empty when
+    the run is complete (episodes a model answered wrongly are not problems)."""
+    problems = []
+    if result.stopped or result.unrecorded:
+        missing = f"{result.unrecorded} of {result.grid} episode(s) have no record"
+        problems.append(f"the run stopped early: {result.stopped}; {missing}" if result.stopped
+                        else f"the run stopped early: {missing}")
+    errored = sum(1 for e in result.episodes if e.finish_reason == "error")
+    if result.episodes and errored == len(result.episodes):
+        first = (result.episodes[0].error or "").splitlines()[0][:200] if result.episodes[0].error else ""
+        problems.append(f"every episode ({errored}) ended with an error, e.g. {first}")
+    if result.unwritten:
+        problems.append(f"{len(result.unwritten)} record(s) could not be written, first: {result.unwritten[0]}")
+    return problems
+
+
+def finish_run(result: RunResult, lines: Sequence[str] = ()) -> None:
+    """Print the result and `lines`; then one line per problem, and exit with status 1 when there are any."""
+    print_result(result)
+    for line in lines:
+        console.print(line, highlight=False)
+    problems = run_problems(result)
+    for problem in problems:
+        console.print(f"[red]run incomplete:[/red] {problem}", highlight=False)
+    if problems:
+        raise typer.Exit(1)

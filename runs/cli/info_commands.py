@@ -29,7 +29,10 @@ def summary(run_dir: Path, judge: str = typer.Option("auto", help="Whose verdict
     store = RunStore(run_dir)
     if not store.exists():
         fail(f"{run_dir}: not a run directory (no run.json)")
-    result = summarize(store.episodes(), store.verdicts(), judge)
+    try:
+        result = summarize(store.episodes(), store.verdicts(), judge)
+    except (ValueError, RuntimeError, OSError) as exc:
+        fail(str(exc))
     console.print(summary_table(result, title=f"{run_dir.name} (judge: {judge})"))
     for line in support_lines(result):
         console.print(line, markup=False)

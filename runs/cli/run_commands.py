@@ -23,7 +23,7 @@ from runs.store import RunStore
 from runs.table import summary_table, support_lines
 from runs.viewer import write_viewer
 
-from .common import console, execute_with_progress, fail, parse_kv, print_result, split_values
+from .common import console, execute_with_progress, fail, finish_run, parse_kv, split_values
 
 app = typer.Typer()
 
@@ -163,11 +163,10 @@ def run_grid(
         result = execute_with_progress(config, force=force)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
-    print_result(result)
     calls = result.summary.get("model_calls", {})
-    if result.summary.get("prefix_sharing"):
-        console.print(f"prefix sharing: {calls.get('made')} model calls made, {calls.get('saved')} saved "
-                      f"(separate runs: {calls.get('separate_runs')})")
+    lines = [f"prefix sharing: {calls.get('made')} model calls made, {calls.get('saved')} saved "
+             f"(separate runs: {calls.get('separate_runs')})"] if result.summary.get("prefix_sharing") else []
+    finish_run(result, lines)
 
 
 @app.command()
@@ -181,7 +180,10 @@ def resume(run_dir: Path,
     store = RunStore(run_dir)
     if not store.exists():
         fail(f"{run_dir}: not a run directory (no run.json)")
-    info = store.info()
+    try:
+        info = store.info()
+    except (ValueError, RuntimeError, OSError) as exc:
+        fail(str(exc))
     try:
         config = RunConfig.model_validate(info.get("config") or {})
     except ValueError as exc:
@@ -195,7 +197,7 @@ def resume(run_dir: Path,
         result = execute_with_progress(config, force=force)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
-    print_result(result)
+    finish_run(result)
 
 
 def agreement_rich(rows) -> Table:
@@ -252,7 +254,7 @@ def report(runs: list[Path] = typer.Argument(..., help="Run directories."),
     try:
         data = [load_run(r, judge) for r in runs]
         built = build_report(data)
-    except (ValueError, OSError) as exc:
+    except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     for table in built.tables:
         console.print(table.rich())
@@ -273,7 +275,7 @@ def view(runs: list[Path] = typer.Argument(..., help="A run directory, or two to
         data = [load_run(r, judge) for r in runs]
         target = out or (runs[0] / ("viewer.html" if len(runs) == 1 else f"compare-{runs[1].resolve().name}.html"))
         path = write_viewer(data, target, max_side=max_side)
-    except (ValueError, OSError) as exc:
+    except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     console.print(f"viewer: {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
@@ -287,7 +289,7 @@ def replay(run_dir: Path,
     """Step through a recorded episode; --check re-executes its tool calls against the world."""
     try:
         run = load_run(run_dir, judge)
-    except ValueError as exc:
+    except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     if episode is None:
         table = Table(title=f"{run.run_id}: episodes")
@@ -356,4 +358,4 @@ def fork(run_dir: Path,
         result = execute_with_progress(config)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
-    print_result(result)
+    finish_run(result)

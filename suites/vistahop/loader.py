@@ -112,12 +112,32 @@ def load_vistaarena(path: Path, root: Path | None = None) -> list[Dataset]:
                     corpus=corpus if (corpus / "docs.jsonl").is_file() else None)]
 
 
+def _check_entry(entry: Any, where: str) -> None:
+    """A datasets.json entry's fields have the types the loader reads (errors name the field)."""
+    for field in ("annotation", "root"):
+        value = entry.get(field)
+        if (field == "annotation" or value is not None) and (not isinstance(value, str) or "\x00" in value):
+            raise DatasetError(f"{where}: field {field}: must be a path string, got {value!r}")
+    template = entry.get("input_template")
+    if template is not None and not isinstance(template, dict):
+        raise DatasetError(f"{where}: field input_template: must be an object, got {type(template).__name__}")
+    arguments = (template or {}).get("arguments")
+    if arguments is not None and not isinstance(arguments, dict):
+        raise DatasetError(f"{where}: field input_template.arguments: must be an object, "
+                           f"got {type(arguments).__name__}")
+    for key, value in (arguments or {}).items():
+        if key in ("system_prompt", "format_instruction") and value is not None and not isinstance(value, str):
+            raise DatasetError(f"{where}: field input_template.arguments.{key}: must be a string, "
+                               f"got {type(value).__name__}")
+
+
 @register_loader("vistaarena-datasets", detect=_is_datasets_json)
 def load_datasets_json(path: Path, root: Path | None = None) -> list[Dataset]:
     config = json.loads(path.read_text(encoding="utf-8"))
     out = []
     for name, entry in config.items():
         where = f"{path}: dataset {name!r}"
+        _check_entry(entry, where)
         base = (root or (path.parent / entry.get("root", "."))).resolve()
         annotation = Path(entry["annotation"])
         candidates = [annotation] if annotation.is_absolute() else [base / annotation, path.parent / annotation]

@@ -1,0 +1,50 @@
+"""Model output is untrusted data: JSON parsed within bounds, text that always serialises (lone UTF-16
+surrogates such as `"\\ud800"` are accepted by `json.loads` but by no UTF-8 writer)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MAX_JSON_DEPTH = 64
+MAX_ARGUMENT_CHARS = 65_536
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_text_problem(text: str, what: str) -> str | None:
+    """Why `text` must not be handed to `json.loads` (too long, or nested deeper than
+    MAX_JSON_DEPTH), or None. Linear in the length of the text; never recursive."""
+    if len(text) > MAX_ARGUMENT_CHARS:
+        return f"{what} is {len(text):,} characters long, over the limit of {MAX_ARGUMENT_CHARS:,}"
+    depth = 0
+    for match in _BRACKET.finditer(_STRING.sub('""', text)):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > MAX_JSON_DEPTH:
+            return f"{what} is nested deeper than {MAX_JSON_DEPTH} levels of JSON arrays/objects"
+    return None
+
+
+def clean_text(text: str | None, field: str, notes: list[str]) -> str | None:
+    """`text` with every lone surrogate replaced by U+FFFD; a replacement is noted in `notes`."""
+    if text is None or not _SURROGATE.search(text):
+        return text
+    note = f"{field}: invalid Unicode (lone surrogates) replaced by U+FFFD"
+    if note not in notes:
+        notes.append(note)
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def clean_value(value: Any, field: str, notes: list[str], depth: int = 0) -> Any:
+    """A JSON-like value with its strings (and keys) cleaned by `clean_text`.
+    Raises ValueError when it nests deeper than MAX_JSON_DEPTH."""
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"{field} is nested deeper than {MAX_JSON_DEPTH} levels of JSON arrays/objects")
+    if isinstance(value, str):
+        return clean_text(value, field, notes)
+    if isinstance(value, dict):
+        return {clean_text(str(k), field, notes): clean_value(v, field, notes, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean_value(v, field, notes, depth + 1) for v in value]
+    return value

@@ -100,7 +100,8 @@ class _Run:
                     reasoning=clip(turn.reasoning), action=turn.action, tool=turn.tool,
                     arguments=turn.arguments, call_id=turn.call_id, raw_call=clip(turn.raw_call, 8192),
                     answer=clip(turn.answer, 8192), error=turn.error, ignored_calls=turn.ignored_calls,
-                    model_seconds=seconds, usage=turn.usage)
+                    model_seconds=seconds, usage=turn.usage, finish_reason=turn.finish_reason,
+                    answer_tagged=turn.answer_tagged, provider_fields=turn.provider_fields)
 
     async def call_tool(self, step: Step) -> None:
         name = step.tool or ""
@@ -216,7 +217,7 @@ class _Run:
         budget = self.spec.budget
         if budget.max_seconds is not None and time.perf_counter() - started >= budget.max_seconds:
             return f"wall-time limit of {budget.max_seconds:g} s reached"
-        total = self.usage.prompt_tokens + self.usage.completion_tokens
+        total = self.usage.total
         if budget.max_tokens is not None and total >= budget.max_tokens:
             return f"token limit of {budget.max_tokens} reached ({total} used)"
         return None
@@ -266,7 +267,7 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
                     step.error = step.error or "no answer in the final turn"
                     run.totals.ignored_calls += 1 if step.action == "tool_call" else 0
     except AgentError as exc:
-        finish, error = "error", str(exc)
+        finish, error = exc.finish_reason, str(exc)
     except (ImageError, PathEscapeError, ToolOutage) as exc:
         finish, error = "error", str(exc)
     except Exception as exc:  # an arena bug: record it, keep the run going
@@ -274,8 +275,8 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
     await run.end_episode()
     totals = run.totals
     totals.rounds = sum(1 for s in run.steps if not s.final_turn)
-    totals.prompt_tokens = run.usage.prompt_tokens
-    totals.completion_tokens = run.usage.completion_tokens
+    for name in ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens"):
+        setattr(totals, name, getattr(run.usage, name))
     totals.model_seconds = sum(s.model_seconds for s in run.steps)
     totals.tool_seconds = sum(s.tool_seconds for s in run.steps)
     totals.seconds = time.perf_counter() - started

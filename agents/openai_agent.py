@@ -195,7 +195,8 @@ class OpenAIAgent(Agent):
         native_tools = [t.cached_schema() for t in view.tools] if self.tool_mode == "native" and view.tools else None
         response, summary = await self._request(view, native_tools)
         usage = response.usage
-        if self.strict_answers and not view.final_turn and not response.tool_calls:
+        if self.strict_answers and not view.final_turn and not response.tool_calls and \
+                response.finish_reason != "length":
             parsed = parse_response(response.content)
             if parsed.kind == "answer" and not parsed.tagged:
                 nudge = [{"role": "assistant", "content": response.content},

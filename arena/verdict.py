@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from .trajectory import Usage
+
 
 class Verdict(BaseModel):
     """Score of one episode by one judge. `episode_id` ties it to the exact episode record."""
@@ -20,3 +22,4 @@ class Verdict(BaseModel):
     rationale: str = ""
     raw: str | None = None
     error: str | None = None
+    usage: Usage | None = None  # tokens of the judge's own calls (None: none made or none reported)

@@ -20,7 +20,7 @@ from typing import Any
 from arena.blobs import BlobStore
 from arena.endpoint import Endpoint, EndpointConfig, EndpointError
 from arena.judge import Judge, register_judge, text_hash
-from arena.trajectory import Episode
+from arena.trajectory import Episode, Usage
 from arena.verdict import Verdict
 
 from .normalized import normalized_match
@@ -48,10 +48,16 @@ or
 _VERDICT = re.compile(r"<judge>\s*(yes|no)\s*</judge>", re.I)
 _REASON = re.compile(r"<reason>(.*?)</reason>", re.S | re.I)
 PROMPT_HASH = text_hash(PROMPT)
+# Room for a thinking judge's thought before its verdict (the original evaluator allows 8192).
+JUDGE_MAX_TOKENS = 8192
 
 
 def parse_judgement(text: str) -> tuple[bool | None, str]:
-    """(True/False, reason) from `<judge>Yes|No</judge><reason>..</reason>`; None when absent or ambiguous."""
+    """(True/False, reason) from `<judge>Yes|No</judge><reason>..</reason>`; None when absent or ambiguous.
+    A thinking judge's thought is skipped: only the text after its last `</think>` counts."""
+    lowered = text.lower()
+    if "</think>" in lowered:
+        text = text[lowered.rfind("</think>") + len("</think>"):]
     found = {m.lower() for m in _VERDICT.findall(text)}
     reason = _REASON.search(text)
     if len(found) != 1:
@@ -113,7 +119,8 @@ class LLMJudge(ModelJudge):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "with_image": self.with_image}
 
-    async def _ask(self, episode: Episode, truth: str, blobs: BlobStore | None) -> str:
+    async def _ask(self, episode: Episode, truth: str, blobs: BlobStore | None,
+                   spent: list[Usage] | None = None) -> str:
         answer = episode.answer or ""
         key = text_hash(self.config.model, PROMPT_HASH, episode.task.question, truth, answer,
                         str(self.with_image and bool(episode.images)))
@@ -127,12 +134,26 @@ class LLMJudge(ModelJudge):
             ext = episode.images[0].rsplit(".", 1)[-1].replace("jpg", "jpeg")
             content = [{"type": "image_url", "image_url": {"url": f"data:image/{ext};base64,{data}"}},
                        {"type": "text", "text": prompt}]
-        response = await self.endpoint.chat([{"role": "user", "content": content}], temperature=0)
+        response = await self.endpoint.chat([{"role": "user", "content": content}])
+        if spent is not None:
+            spent.append(response.usage)
+        if response.finish_reason == "length":
+            raise EndpointError(f"{self.config.where()}: the judge's reply was cut at its token limit "
+                                f"(max_tokens={self.config.max_tokens}, finish_reason length); raise it with "
+                                "--judge-option max_tokens=N")
         if parse_judgement(response.content)[0] is not None:
             await self.cache.put(key, response.content)
         return response.content
 
     async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
+        """The verdict, with the tokens of the judge calls it made (`usage`)."""
+        spent: list[Usage] = []
+        verdict = await self._score(episode, blobs, spent)
+        if spent:
+            verdict.usage = sum(spent[1:], spent[0])
+        return verdict
+
+    async def _score(self, episode: Episode, blobs: BlobStore | None, spent: list[Usage]) -> Verdict:
         base = dict(judge_model=self.config.model, prompt_hash=PROMPT_HASH, extracted=episode.answer)
         if not episode.answer:
             return self.verdict(episode, score=0.0, correct=False, rationale="no answer", **base)
@@ -140,10 +161,10 @@ class LLMJudge(ModelJudge):
         if match is not None:
             return self.verdict(episode, score=1.0, correct=True,
                                 rationale=f"matches {match!r} after normalisation (no judge call)", **base)
-        outputs = []
+        outputs: list[str] = []
         for truth in episode.task.answers:
             try:
-                output = await self._ask(episode, truth, blobs)
+                output = await self._ask(episode, truth, blobs, spent)
             except EndpointError as exc:
                 return self.verdict(episode, score=0.0, correct=False, error=str(exc), raw="\n".join(outputs), **base)
             outputs.append(output)
@@ -161,8 +182,12 @@ class LLMJudge(ModelJudge):
 @register_judge("llm")
 def llm(model: str, base_url: str, api_key_env: str | None = None, with_image: bool = False,
         cache_path: str | None = None, timeout: float = 120.0, max_retries: int = 4,
-        retry_initial: float = 1.0, max_tokens: int | None = 512) -> LLMJudge:
+        retry_initial: float = 1.0, max_tokens: int | None = JUDGE_MAX_TOKENS, temperature: float | None = 0.0,
+        token_param: str = "auto", reasoning_effort: str | None = None) -> LLMJudge:
+    """`temperature` and `max_tokens` are sent only when not None (`--judge-option temperature=null`);
+    OpenAI reasoning models never get a temperature and get `max_completion_tokens`."""
     endpoint = EndpointConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout=timeout,
-                              max_retries=max_retries, retry_initial=retry_initial, temperature=0.0,
-                              max_tokens=max_tokens)
+                              max_retries=max_retries, retry_initial=retry_initial, temperature=temperature,
+                              max_tokens=max_tokens, token_param=token_param,  # type: ignore[arg-type]
+                              reasoning_effort=reasoning_effort)
     return LLMJudge(endpoint, with_image=with_image, cache_path=cache_path)

@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from arena.trajectory import Episode, Step
+from arena.trajectory import Episode, Step, Usage
 from arena.verdict import Verdict
 from judges.metrics import AUTO, judge_for, judge_for_task, summarize
 
@@ -28,7 +28,9 @@ from .judging import Judges
 from .limits import endpoint_of
 from .prefix import copied_episode, derive, failed_episode, model_call_counts
 from .prefix import link as prefix_link
+from .pricing import price_of, usage_cost
 from .ray_backend import RayBackend
+from .stops import RunStops
 from .store import RunStore
 from .sweep import Cell, Family, grid_size, plan
 from .workbench import EpisodeJob, Workbench
@@ -42,6 +44,7 @@ class RunResult:
     episodes: list[Episode] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     ran: int = 0
+    stopped: str | None = None
 
 
 def git_hash() -> str | None:
@@ -143,8 +146,22 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
         if config.fork is not None:
             prefix, link = fork_prefix(config.fork, store)
             store.update_info({"forked_from": link})
+        learned = store.info().get("learned_limits") or {}
+        for agent in bench.agents:
+            agent.apply_limits(learned.get(agent.id) or {})
         backend = make_backend(config, bench, run_id, store)
-        done = {e.key: e for e in store.episodes() if e.finish_reason != "error"}
+        retried = ("error", "rejected", "context_overflow") if config.retry_errors else ("error",)
+        done = {e.key: e for e in store.episodes() if e.finish_reason not in retried}
+        prices = {a.id: price_of((a.describe().get("endpoint") or {}).get("model"), config.price)
+                  for a in bench.agents}
+        stops = RunStops(threshold=config.fail_fast or 10**9, max_cost=config.max_cost)
+        tasks: list[asyncio.Future] = []
+
+        def save_learned() -> None:
+            now = {a.id: a.learned_limits() for a in bench.agents if a.learned_limits()}
+            if now and now != learned:
+                learned.update(now)
+                store.update_info({"learned_limits": dict(learned)})
         families = plan(bench)
         judge_name = config.judge or AUTO
         judge_endpoint = endpoint_of(config.judge_options)
@@ -163,6 +180,11 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
 
         async def record(episode: Episode) -> Episode:
             store.append_episode(episode)
+            save_learned()
+            if stops.observe(episode, usage_cost(_usage_of(episode), prices.get(episode.agent))):
+                for task in tasks:
+                    if task is not asyncio.current_task():
+                        task.cancel()
             async with slots:
                 verdict = await judge_and_store(episode)
             if progress:
@@ -203,21 +225,67 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             if progress:
                 progress(episode, verdict)
 
-        await asyncio.gather(*(run_family(f) for f in families), *(rejudge(e) for e in unjudged))
+        tasks.extend(asyncio.ensure_future(c) for c in [*(run_family(f) for f in families),
+                                                        *(rejudge(e) for e in unjudged)])
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        failures = [o for o in outcomes if isinstance(o, BaseException) and not isinstance(o, asyncio.CancelledError)]
+        if failures:
+            raise failures[0]
+        if stops.message is None and any(isinstance(o, asyncio.CancelledError) for o in outcomes):
+            raise asyncio.CancelledError()
+        save_learned()
         episodes, verdicts = store.episodes(), store.verdicts()
         summary = summarize(episodes, verdicts, judge_name)
         summary.update({"run_id": run_id, "judges": judges.describe(), "model_calls": model_call_counts(episodes)})
+        add_costs(summary, episodes, prices)
+        add_judge_usage(summary, verdicts, price_of(config.judge_options.get("model")))
+        if learned:
+            summary["learned_limits"] = learned
+        if stops.message:
+            summary["stopped"] = stops.message
         if info["warnings"]:
             summary["warnings"] = info["warnings"]
         if config.shares_prefixes():
             summary["prefix_sharing"] = True
         store.write_summary(summary)
         return RunResult(run_dir=store.dir, run_id=run_id, summary=summary, episodes=episodes, verdicts=verdicts,
-                         ran=missing)
+                         ran=missing, stopped=stops.message)
     finally:
         await judges.aclose()
         if backend is not None:
             await backend.aclose()
+
+
+def _usage_of(episode: Episode) -> Usage:
+    t = episode.totals
+    return Usage(prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens)
+
+
+def add_costs(summary: dict[str, Any], episodes: list[Episode], prices: dict[str, Any]) -> None:
+    """Dollar cost per group (`cost`) and for the run (`cost` at the top), from each episode's token totals.
+    None where the agent has no price or an episode's server reported no tokens."""
+    per_group: dict[tuple, list[float | None]] = {}
+    for e in episodes:
+        per_group.setdefault((e.agent, e.setting, e.budget.max_rounds), []).append(
+            usage_cost(_usage_of(e), prices.get(e.agent)))
+    total: float | None = None
+    for group in summary.get("groups", []):
+        costs = per_group.get((group["agent"], group["setting"], group["max_rounds"]), [])
+        known = [c for c in costs if c is not None]
+        group["cost"] = round(sum(known), 6) if known else None
+        if known:
+            total = (total or 0.0) + sum(known)
+    summary["cost"] = None if total is None else round(total, 6)
+
+
+def add_judge_usage(summary: dict[str, Any], verdicts: list[Verdict], price: tuple[float, float] | None) -> None:
+    """Tokens of the judges' own calls (`judge_tokens`) and their cost (`judge_cost`, None when unpriced)."""
+    used = [v.usage for v in verdicts if v.usage is not None]
+    if not used:
+        return
+    total = sum(used[1:], used[0])
+    summary["judge_tokens"] = total.model_dump()
+    summary["judge_cost"] = usage_cost(total, price)
 
 
 def run(config: RunConfig, **kwargs: Any) -> RunResult:

@@ -31,7 +31,7 @@ import orjson
 from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from .redact import redact_url
+from .redact import redact_text, redact_url
 from .trajectory import Usage
 
 MAX_RETRY_AFTER = 120.0
@@ -225,7 +225,7 @@ class Endpoint:
                     return await self._post(body)
         except EndpointError as exc:
             plural = "s" if attempts != 1 else ""
-            raise type(exc)(f"{cfg.where()}: {exc} (after {attempts} attempt{plural})", status=exc.status,
+            raise type(exc)(redact_text(f"{cfg.where()}: {exc} (after {attempts} attempt{plural})"), status=exc.status,
                             server_message=exc.server_message, code=exc.code) from None
         raise AssertionError("unreachable")
 

@@ -243,8 +243,9 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             summary["learned_limits"] = learned
         if stops.message:
             summary["stopped"] = stops.message
-        if info["warnings"]:
-            summary["warnings"] = info["warnings"]
+        warnings = info["warnings"] + truncation_warnings(episodes)
+        if warnings:
+            summary["warnings"] = warnings
         if config.shares_prefixes():
             summary["prefix_sharing"] = True
         store.write_summary(summary)
@@ -276,6 +277,21 @@ def add_costs(summary: dict[str, Any], episodes: list[Episode], prices: dict[str
         if known:
             total = (total or 0.0) + sum(known)
     summary["cost"] = None if total is None else round(total, 6)
+
+
+def truncation_warnings(episodes: list[Episode], ratio: float = 0.75, floor: int = 1000) -> list[str]:
+    """Agents whose server counted far fewer prompt tokens than the arena sent (estimate): the server
+    probably cut the prompt without saying so (Ollama truncates to its num_ctx)."""
+    worst: dict[str, tuple[int, int, int]] = {}
+    for e in episodes:
+        for s in e.steps:
+            served, sent = s.usage.prompt_tokens, s.input.token_estimate
+            if served is not None and sent >= floor and served < ratio * sent:
+                n, low, high = worst.get(e.agent, (0, served, sent))
+                worst[e.agent] = (n + 1, served, sent) if served / sent < low / high else (n + 1, low, high)
+    return [f"{agent}: in {n} turn(s) the server counted far fewer prompt tokens than were sent (e.g. {low} vs "
+            f"an estimated {high}); it may be truncating prompts silently (Ollama: raise num_ctx)"
+            for agent, (n, low, high) in sorted(worst.items())]
 
 
 def add_judge_usage(summary: dict[str, Any], verdicts: list[Verdict], price: tuple[float, float] | None) -> None:

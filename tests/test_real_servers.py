@@ -10,8 +10,12 @@ import time
 import pytest
 from typer.testing import CliRunner
 
+from arena.budget import Budget
 from arena.cli import app
 from arena.endpoint import Endpoint, EndpointConfig, RejectedError, TransientEndpointError
+from arena.task import TaskRef
+from arena.trajectory import Episode
+from judges.llm import llm
 from runs.store import RunStore
 from tests.support.openai_server import Reply, completion_body
 from tests.support.real_server import RealServer, Rules
@@ -250,3 +254,41 @@ def test_keys_in_the_base_url_never_reach_the_run_files(tmp_path):
     for path in (tmp_path / "logs" / "r").rglob("*.json*"):
         assert "SECRETKEY" not in path.read_text(), path
     assert "api-version=1" in (tmp_path / "logs" / "r" / "run.json").read_text()
+
+
+def test_silent_truncation_by_the_server_is_warned_about(tmp_path):
+    data = write_tiny_dataset(tmp_path / "data")
+    with RealServer(cropper, Rules(flavour="ollama", max_context=1200)) as server:
+        result = arena_run(data, tmp_path / "logs", server.base_url, "--max-rounds", "4")
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert "may be truncating prompts silently" in output
+    summary = json.loads((tmp_path / "logs" / "r" / "summary.json").read_text())
+    assert any("truncating" in w for w in summary["warnings"])
+
+
+def test_thinking_judge_and_a_judge_cut_at_its_token_limit(tmp_path):
+    def judge(request):
+        text = request["messages"][0]["content"]
+        if "Candidate answer: long" in text:
+            return Reply(content="<think>Let me think about this at length", finish_reason="length")
+        return Reply(content="<think>The rules say reply with <judge>Yes</judge> or <judge>No</judge>. The "
+                             "candidate names the builder.</think><judge>Yes</judge><reason>same person</reason>")
+
+    def episode(answer):
+        return Episode(id=answer, run_id="r", key=answer, task=TaskRef(id="t", suite="test", question="Who?",
+                                                                         answers=["M. Dastrow"]),
+                       agent="a", setting="s", budget=Budget(), answer=answer, finish_reason="answered")
+
+    async def go():
+        with RealServer(judge, Rules(flavour="vllm", models={"judge-r1"})) as server:
+            j = llm(model="judge-r1", base_url=server.base_url, temperature=None)
+            try:
+                return await j.score(episode("Mirelle Dastrow")), await j.score(episode("long")), server.requests
+            finally:
+                await j.aclose()
+
+    good, cut, requests = asyncio.run(go())
+    assert good.correct and good.error is None and good.usage.prompt_tokens > 0
+    assert cut.error and "cut at its token limit" in cut.error and "max_tokens=8192" in cut.error
+    assert "temperature" not in requests[0] and requests[0]["max_tokens"] == 8192

@@ -179,9 +179,12 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             return verdict
 
         async def record(episode: Episode) -> Episode:
+            cost = usage_cost(_usage_of(episode), prices.get(episode.agent))
+            if cost is not None:
+                episode.meta["cost"] = round(cost, 8)
             store.append_episode(episode)
             save_learned()
-            if stops.observe(episode, usage_cost(_usage_of(episode), prices.get(episode.agent))):
+            if stops.observe(episode, cost):
                 for task in tasks:
                     if task is not asyncio.current_task():
                         task.cancel()

@@ -77,6 +77,9 @@ def test_image_and_context_limits_are_learned_and_crop_episodes_finish(tmp_path,
     elided = [s for e in episodes for s in e.steps if s.input.elided_images]
     assert elided and all(s.input.elision_reason for s in elided)
     assert all(s.input.images <= (rules.max_images or 99) for e in episodes for s in e.steps)
+    viewer = cli.invoke(app, ["view", str(tmp_path / "logs" / "r")])
+    assert viewer.exit_code == 0, viewer.output
+    assert "left out of the model" in (tmp_path / "logs" / "r" / "viewer.html").read_text()
     # what the server received after learning fits its limits, and names the elided image
     last = server.requests[-1]
     text = json.dumps(last["messages"])

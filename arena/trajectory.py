@@ -11,8 +11,6 @@ from .task import TaskRef
 
 ActionKind = Literal["tool_call", "answer", "invalid"]
 FinishReason = Literal["answered", "budget", "invalid", "error", "rejected", "context_overflow"]
-# finish reasons of episodes that a re-run plays again (without --retry-errors)
-RETRIED_FINISHES = ("error",)
 
 MAX_LOGGED_CHARS = 65_536
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.budget import Budget
-from arena.cli import app
+from runs.cli.main import app
 from arena.endpoint import Endpoint, EndpointConfig, RejectedError, TransientEndpointError
 from arena.task import TaskRef
 from arena.trajectory import Episode

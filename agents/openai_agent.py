@@ -39,12 +39,12 @@ from arena.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agen
 from arena.context_image import ContextImage
 from arena.endpoint import ChatResponse, Endpoint, EndpointConfig, EndpointError, RejectedError
 from arena.images import IMAGE_FACTOR, MIN_PIXELS, smart_resize
-from arena.prompts import FINAL_ANSWER, FORMAT_INSTRUCTION, TOOL_RESPONSE, system_prompt
 from arena.protocol import parse_response
 from arena.tool import tools_prompt_block
 from arena.trajectory import InputSummary, Step
 
 from .context_policy import Elision, Limits, Observed, image_placeholder, learn_limit, plan_elision, text_placeholder
+from .prompts import FINAL_ANSWER, FORMAT_INSTRUCTION, TOOL_RESPONSE, system_prompt
 
 DEFAULT_MAX_PIXELS = 1280 * 28 * 28
 CUT_AT_LIMIT = "your reply was cut at the token limit; answer more briefly"

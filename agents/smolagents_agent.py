@@ -58,10 +58,11 @@ from PIL import Image
 from arena.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
 from arena.context_image import ContextImage
 from arena.images import IMAGE_FACTOR, MIN_PIXELS, encode_png, fit_for_model, png_data_url
-from arena.prompts import BUDGET_NOTE
 from arena.protocol import extract_answer
 from arena.tool import Tool as ArenaTool
 from arena.trajectory import InputSummary, Step, Usage, clip
+
+from .prompts import BUDGET_NOTE
 
 DEFAULT_MAX_PIXELS = 1280 * 28 * 28
 SMOL_TYPES = {"string", "boolean", "integer", "number", "array", "object", "null"}

@@ -15,11 +15,8 @@ from .trajectory import InputSummary, Step, Usage
 
 
 class AgentError(RuntimeError):
-    """The agent could not produce a turn (endpoint down after retries, bad request...).
-
-    The episode ends with `finish_reason`: "error" (transient, retried on resume),
-    "rejected" or "context_overflow" (the server refused the request itself; a re-run
-    plays it again only when asked to retry errors)."""
+    """The agent could not produce a turn. The episode ends with `finish_reason`: "error" (transient,
+    retried on resume), or "rejected" / "context_overflow" (replayed only with --retry-errors)."""
 
     def __init__(self, message: str, finish_reason: str = "error"):
         super().__init__(message)
@@ -89,11 +86,10 @@ class Agent(ABC):
         return {"id": self.id}
 
     def learned_limits(self) -> dict[str, Any]:
-        """Limits the agent learned from its server (e.g. images per prompt), recorded in run.json."""
+        """Limits learned from the server (e.g. images per prompt); recorded in run.json, re-applied on resume."""
         return {}
 
-    def apply_limits(self, limits: dict[str, Any]) -> None:
-        """Start from limits learned in an earlier session of the run."""
+    def apply_limits(self, limits: dict[str, Any]) -> None: ...
 
     async def aclose(self) -> None:
         """Release connections."""

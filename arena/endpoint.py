@@ -1,21 +1,13 @@
-"""An OpenAI-compatible chat endpoint with timeouts and retries, shared by agents and judges.
-
-The request body is serialised once with orjson (parts an agent serialised before,
-such as image parts, go in as `orjson.Fragment`s and are copied, not re-encoded)
-and sent through one pooled keep-alive `httpx.AsyncClient` per endpoint.
-
-Error classes (see README "Model endpoints"):
-- transient (`TransientEndpointError`): connection errors, timeouts, HTTP 408, 409,
-  429 (except a quota error), 5xx, and a 200 whose body is not a JSON completion.
-  Retried with exponential backoff, or after the server's `retry-after-ms` /
-  `retry-after` header when it sends one;
-- deterministic (`RejectedError`): any other 4xx, and 429 `insufficient_quota`.
-  Never retried: the same request would fail the same way.
-"""
+"""An OpenAI-compatible chat endpoint shared by agents and judges: the body is serialised once with
+orjson (pre-serialised parts such as images go in as `orjson.Fragment`s) and posted through keep-alive
+httpx pools. Errors (README "Model endpoints"): `TransientEndpointError` (connection, timeout, 408,
+409, 429, 5xx, a 200 that is not a completion) is retried with backoff or after `retry-after(-ms)`;
+`RejectedError` (other 4xx, 429 `insufficient_quota`) never is."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import os
@@ -34,21 +26,14 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from .redact import redact_text, redact_url
 from .trajectory import Usage
 
-MAX_RETRY_AFTER = 120.0
-SHARD = 8  # connections per httpx pool
-# OpenAI reasoning models (o1, o3, o4-mini, gpt-5...) take `max_completion_tokens` and reject a
-# non-default `temperature` (OpenAI API reference, "Chat Completions": max_tokens is "not compatible
-# with o-series models"; reasoning guide: "temperature ... not supported").
+MAX_RETRY_AFTER, SHARD = 120.0, 8  # seconds; connections per httpx pool
+# OpenAI reasoning models take `max_completion_tokens` and no `temperature` (OpenAI API reference,
+# Chat Completions: max_tokens "is not compatible with o-series models"; the reasoning models guide).
 REASONING_MODEL = re.compile(r"^(openai/)?(o\d|gpt-5)", re.I)
 
 
 class EndpointError(RuntimeError):
-    """A request that failed for good: after retries (transient) or at once (deterministic).
-
-    `status` is the HTTP status (None for connection errors), `server_message` what the
-    server said (its error message, whatever the body's shape), `code` its error code."""
-
-    transient = False
+    """A failed request; `server_message` is the server's own message whatever its body's shape."""
 
     def __init__(self, message: str, *, status: int | None = None, server_message: str = "",
                  code: str | None = None, retry_after: float | None = None):
@@ -59,20 +44,19 @@ class EndpointError(RuntimeError):
 class TransientEndpointError(EndpointError):
     """Connection, timeout, 408/409/429/5xx or an unreadable 200: worth trying again later."""
 
-    transient = True
-
 
 class RejectedError(EndpointError):
     """The server refused the request itself (4xx, quota): sending it again cannot help."""
 
 
-class EndpointConfig(BaseModel):
-    """Where and how to call a model. The API key is read from the environment variable
-    `api_key_env` (default OPENAI_API_KEY) at call time and never stored.
+def is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, TransientEndpointError)
 
-    Sampling parameters are sent only when set. `token_param` names the field the
-    completion limit goes in (`auto`: `max_completion_tokens` for OpenAI reasoning
-    models, else `max_tokens`); those models also never get `temperature`."""
+
+class EndpointConfig(BaseModel):
+    """Where and how to call a model; the key is read from `api_key_env` (default OPENAI_API_KEY), never
+    stored. Sampling parameters go out only when set; `token_param` `auto` means `max_completion_tokens`
+    for OpenAI reasoning models (which never get `temperature`), else `max_tokens`."""
 
     base_url: str
     model: str
@@ -90,11 +74,7 @@ class EndpointConfig(BaseModel):
     pool_size: int = Field(64, ge=1)
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
-    def is_reasoning_model(self) -> bool:
-        return bool(REASONING_MODEL.match(self.model))
-
-    def where(self) -> str:
-        """`model at URL` with credentials masked, for messages."""
+    def where(self) -> str:  # for messages: credentials masked
         return f"{self.model} at {redact_url(self.base_url)}"
 
 
@@ -108,21 +88,14 @@ class ChatResponse:
     provider_fields: dict[str, Any] = field(default_factory=dict)
 
 
-def is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, TransientEndpointError)
-
-
 def server_message(body: bytes, limit: int = 1000) -> tuple[str, str | None]:
-    """(message, code) of an error body: `{"error": {...}}` (OpenAI, vLLM, SGLang), a list of
-    those (Gemini's OpenAI-compatible endpoint), `{"message": ...}`, `{"detail": ...}` or text."""
+    """(message, code) of `{"error": {...}}`, Gemini's `[{"error": ...}]`, `{"message"|"detail": ...}` or text."""
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
-        text = body.decode("utf-8", "replace").strip()
-        return (text[:limit] + ("..." if len(text) > limit else "")) or "(empty body)", None
-    items = data if isinstance(data, list) else [data]
+        data = body.decode("utf-8", "replace").strip() or "(empty body)"
     messages, code = [], None
-    for item in items:
+    for item in data if isinstance(data, list) else [data]:
         error = item.get("error", item) if isinstance(item, dict) else item
         if isinstance(error, dict):
             text = error.get("message") or error.get("detail") or error.get("msg")
@@ -136,20 +109,18 @@ def server_message(body: bytes, limit: int = 1000) -> tuple[str, str | None]:
 
 def retry_after(headers: httpx.Headers) -> float | None:
     """Seconds the server asks us to wait: `retry-after-ms` (OpenAI) or `retry-after` (seconds or a date)."""
-    value = headers.get("retry-after-ms")
-    try:
-        if value is not None:
-            return min(max(float(value) / 1000, 0.0), MAX_RETRY_AFTER)
-    except ValueError:
-        pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return min(max(float(value), 0.0), MAX_RETRY_AFTER)
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return None if parsed is None else min(max(parsed.timestamp() - time.time(), 0.0), MAX_RETRY_AFTER)
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        try:
+            seconds = float(value) / scale if value is not None else None
+        except ValueError:
+            try:
+                seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError):
+                seconds = None
+        if seconds is not None:
+            return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+    return None
 
 
 class Endpoint:
@@ -159,10 +130,8 @@ class Endpoint:
         url = httpx.URL(config.base_url)
         self._url = url.copy_with(path=url.path.rstrip("/") + "/chat/completions")
         size = max(config.pool_size, config.max_parallel or 0)
-        # Several small pools instead of one large one: httpcore's pool bookkeeping costs
-        # O(connections^2) per request (1.0.x `_assign_requests_to_connections`), which at 64
-        # connections dominated the harness's CPU; shards of SHARD connections keep it flat.
-        # TCP_NODELAY: headers and body are separate writes.
+        # Small pools: httpcore 1.0's `_assign_requests_to_connections` is quadratic in the pool size
+        # and dominated the harness's CPU at 64 connections. TCP_NODELAY: headers and body are 2 writes.
         verify = _ssl_context() if url.scheme == "https" else False
         self._clients = []
         for _ in range(-(-size // SHARD)):
@@ -180,7 +149,7 @@ class Endpoint:
         """The JSON request body; `overrides` win over the config (None removes a field)."""
         cfg = self.config
         params: dict[str, Any] = {"model": cfg.model, "messages": messages}
-        reasoning_model = cfg.is_reasoning_model()
+        reasoning_model = bool(REASONING_MODEL.match(cfg.model))
         if cfg.temperature is not None and not reasoning_model:
             params["temperature"] = cfg.temperature
         if cfg.max_tokens is not None:
@@ -219,14 +188,11 @@ class Endpoint:
                                                retry=retry_if_exception(is_transient), reraise=True):
                 with attempt:
                     attempts += 1
-                    if self._slots:
-                        async with self._slots:
-                            return await self._post(body)
-                    return await self._post(body)
+                    async with self._slots or contextlib.nullcontext():
+                        return await self._post(body)
         except EndpointError as exc:
-            plural = "s" if attempts != 1 else ""
-            raise type(exc)(redact_text(f"{cfg.where()}: {exc} (after {attempts} attempt{plural})"), status=exc.status,
-                            server_message=exc.server_message, code=exc.code) from None
+            raise type(exc)(redact_text(f"{cfg.where()}: {exc} (after {attempts} attempt{'s' * (attempts != 1)})"),
+                            status=exc.status, server_message=exc.server_message, code=exc.code) from None
         raise AssertionError("unreachable")
 
     async def _post(self, body: bytes) -> ChatResponse:
@@ -235,10 +201,9 @@ class Endpoint:
         self._in_flight[shard] += 1
         try:
             response = await self._clients[shard].post(self._url, content=body)
-        except httpx.TimeoutException as exc:
-            raise TransientEndpointError(f"timed out after {self.config.timeout:g} s ({type(exc).__name__})")
-        except httpx.TransportError as exc:
-            raise TransientEndpointError(f"connection failed: {type(exc).__name__}: {exc}")
+        except httpx.TransportError as exc:  # timeouts included
+            raise TransientEndpointError(f"connection failed or timed out (timeout {self.config.timeout:g} s): "
+                                         f"{type(exc).__name__}: {exc}")
         finally:
             self._in_flight[shard] -= 1
         status = response.status_code
@@ -267,8 +232,7 @@ class Endpoint:
 
 
 @functools.lru_cache(maxsize=1)
-def _ssl_context() -> ssl.SSLContext:
-    """One verifying TLS context for every pool (loading the CA bundle takes ~60 ms)."""
+def _ssl_context() -> ssl.SSLContext:  # one for every pool: loading the CA bundle takes ~60 ms
     return httpx.create_ssl_context()
 
 
@@ -278,14 +242,10 @@ _STANDARD_CALL_KEYS = {"id", "type", "function", "index"}
 
 
 def _usage(raw: Any) -> Usage:
-    if not isinstance(raw, dict):
-        return Usage()
-    prompt_details = raw.get("prompt_tokens_details") or {}
-    completion_details = raw.get("completion_tokens_details") or {}
+    raw = raw if isinstance(raw, dict) else {}
+    prompt, completion = raw.get("prompt_tokens_details") or {}, raw.get("completion_tokens_details") or {}
     return Usage(prompt_tokens=raw.get("prompt_tokens"), completion_tokens=raw.get("completion_tokens"),
-                 cached_tokens=prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None,
-                 reasoning_tokens=(completion_details.get("reasoning_tokens")
-                                   if isinstance(completion_details, dict) else None))
+                 cached_tokens=prompt.get("cached_tokens"), reasoning_tokens=completion.get("reasoning_tokens"))
 
 
 def to_response(data: Any) -> ChatResponse:
@@ -304,12 +264,8 @@ def to_response(data: Any) -> ChatResponse:
             continue
         calls.append({"id": call.get("id") or "", "name": fn.get("name") or "", "arguments": fn.get("arguments")})
         call_extras.append({k: v for k, v in call.items() if k not in _STANDARD_CALL_KEYS and v is not None})
-    provider: dict[str, Any] = {}
     extras = {k: v for k, v in message.items() if k not in _STANDARD_MESSAGE_KEYS and v is not None}
-    if extras:
-        provider["message"] = extras
-    if any(call_extras):
-        provider["tool_calls"] = call_extras
+    provider = {k: v for k, v in (("message", extras), ("tool_calls", call_extras)) if any(v)}
     content = message.get("content")
     return ChatResponse(content=content if isinstance(content, str) else "",
                         reasoning=reasoning if isinstance(reasoning, str) else None, tool_calls=calls,

@@ -217,7 +217,7 @@ class _Run:
         budget = self.spec.budget
         if budget.max_seconds is not None and time.perf_counter() - started >= budget.max_seconds:
             return f"wall-time limit of {budget.max_seconds:g} s reached"
-        total = self.usage.total
+        total = (self.usage.prompt_tokens or 0) + (self.usage.completion_tokens or 0)
         if budget.max_tokens is not None and total >= budget.max_tokens:
             return f"token limit of {budget.max_tokens} reached ({total} used)"
         return None
@@ -275,8 +275,7 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
     await run.end_episode()
     totals = run.totals
     totals.rounds = sum(1 for s in run.steps if not s.final_turn)
-    for name in ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens"):
-        setattr(totals, name, getattr(run.usage, name))
+    totals = totals.model_copy(update=run.usage.model_dump())
     totals.model_seconds = sum(s.model_seconds for s in run.steps)
     totals.tool_seconds = sum(s.tool_seconds for s in run.steps)
     totals.seconds = time.perf_counter() - started

@@ -15,14 +15,11 @@ def redact_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return url
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    netloc = "***@" + parts.netloc.rsplit("@", 1)[1] if "@" in parts.netloc else parts.netloc
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
     query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(k.lower() in SECRET_PARAMS for k, _ in pairs):
-            query = urlencode([(k, "***" if k.lower() in SECRET_PARAMS else v) for k, v in pairs], safe="*")
+    if any(k.lower() in SECRET_PARAMS for k, _ in pairs):
+        query = urlencode([(k, "***" if k.lower() in SECRET_PARAMS else v) for k, v in pairs], safe="*")
     if netloc == parts.netloc and query == parts.query:
         return url
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

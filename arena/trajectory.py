@@ -22,10 +22,6 @@ def clip(text: str | None, limit: int = MAX_LOGGED_CHARS) -> str | None:
     return text[:limit] + f"\n[... {len(text) - limit} more characters cut by the arena]"
 
 
-def _plus(a: int | None, b: int | None) -> int | None:
-    return None if a is None and b is None else (a or 0) + (b or 0)
-
-
 class Usage(BaseModel):
     """Tokens as the server reported them; None = the server did not say (not zero)."""
 
@@ -35,11 +31,9 @@ class Usage(BaseModel):
     reasoning_tokens: int | None = None
 
     def __add__(self, other: "Usage") -> "Usage":
-        return Usage(**{k: _plus(getattr(self, k), getattr(other, k)) for k in Usage.model_fields})
+        pairs = {k: (getattr(self, k), getattr(other, k)) for k in Usage.model_fields}
+        return Usage(**{k: None if a is None and b is None else (a or 0) + (b or 0) for k, (a, b) in pairs.items()})
 
-    @property
-    def total(self) -> int:
-        return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
 
 
 class InputSummary(BaseModel):

@@ -266,8 +266,8 @@ def _usage_of(episode: Episode) -> Usage:
 
 
 def add_costs(summary: dict[str, Any], episodes: list[Episode], prices: dict[str, Any]) -> None:
-    """Dollar cost per group (`cost`) and for the run (`cost` at the top), from each episode's token totals.
-    None where the agent has no price or an episode's server reported no tokens."""
+    """Dollar cost per group (`cost`) and for the run (`cost` at the top), from each episode's token totals
+    and the price in run.json; absent where the agent has no price or its server reported no tokens."""
     per_group: dict[tuple, list[float | None]] = {}
     for e in episodes:
         per_group.setdefault((e.agent, e.setting, e.budget.max_rounds), []).append(
@@ -276,10 +276,11 @@ def add_costs(summary: dict[str, Any], episodes: list[Episode], prices: dict[str
     for group in summary.get("groups", []):
         costs = per_group.get((group["agent"], group["setting"], group["max_rounds"]), [])
         known = [c for c in costs if c is not None]
-        group["cost"] = round(sum(known), 6) if known else None
         if known:
+            group["cost"] = round(sum(known), 6)
             total = (total or 0.0) + sum(known)
-    summary["cost"] = None if total is None else round(total, 6)
+    if total is not None:
+        summary["cost"] = round(total, 6)
 
 
 def truncation_warnings(episodes: list[Episode], ratio: float = 0.75, floor: int = 1000) -> list[str]:

@@ -126,22 +126,10 @@ def retry_after(headers: httpx.Headers) -> float | None:
 class Endpoint:
     def __init__(self, config: EndpointConfig):
         self.config = config
-        key = os.environ.get(config.api_key_env or "OPENAI_API_KEY") or "EMPTY"
         url = httpx.URL(config.base_url)
         self._url = url.copy_with(path=url.path.rstrip("/") + "/chat/completions")
-        size = max(config.pool_size, config.max_parallel or 0)
-        # Small pools: httpcore 1.0's `_assign_requests_to_connections` is quadratic in the pool size
-        # and dominated the harness's CPU at 64 connections. TCP_NODELAY: headers and body are 2 writes.
-        verify = _ssl_context() if url.scheme == "https" else False
-        self._clients = []
-        for _ in range(-(-size // SHARD)):
-            limits = httpx.Limits(max_connections=SHARD, max_keepalive_connections=SHARD, keepalive_expiry=60)
-            transport = httpx.AsyncHTTPTransport(limits=limits, verify=verify, socket_options=[
-                (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-            self._clients.append(httpx.AsyncClient(
-                headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-                timeout=config.timeout, transport=transport))
-        self._in_flight = [0] * len(self._clients)
+        self._in_flight = [0] * -(-max(config.pool_size, config.max_parallel or 0) // SHARD)
+        self._clients: list[httpx.AsyncClient] = []
         self._slots = asyncio.Semaphore(config.max_parallel) if config.max_parallel else None
         self.requests = 0
 
@@ -195,8 +183,20 @@ class Endpoint:
                             status=exc.status, server_message=exc.server_message, code=exc.code) from None
         raise AssertionError("unreachable")
 
+    def _pools(self) -> list[httpx.AsyncClient]:
+        """Small pools, made on first use: httpcore 1.0's `_assign_requests_to_connections` is quadratic in
+        the pool size and dominated the harness's CPU at 64. TCP_NODELAY: headers and body are 2 writes."""
+        key = os.environ.get(self.config.api_key_env or "OPENAI_API_KEY") or "EMPTY"
+        limits = httpx.Limits(max_connections=SHARD, max_keepalive_connections=SHARD, keepalive_expiry=60)
+        return [httpx.AsyncClient(headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+                                  timeout=self.config.timeout, transport=httpx.AsyncHTTPTransport(
+                                      limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                                      verify=_ssl_context() if self._url.scheme == "https" else False))
+                for _ in self._in_flight]
+
     async def _post(self, body: bytes) -> ChatResponse:
         self.requests += 1
+        self._clients = self._clients or self._pools()
         shard = min(range(len(self._clients)), key=self._in_flight.__getitem__)
         self._in_flight[shard] += 1
         try:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.blobs import BlobStore
-from arena.endpoint import Endpoint, EndpointConfig, EndpointError
+from arena.endpoint import REASONING_MODEL, Endpoint, EndpointConfig, EndpointError, RejectedError
 from arena.judge import Judge, register_judge, text_hash
 from arena.trajectory import Episode, Usage
 from arena.verdict import Verdict
@@ -50,6 +50,19 @@ _REASON = re.compile(r"<reason>(.*?)</reason>", re.S | re.I)
 PROMPT_HASH = text_hash(PROMPT)
 # Room for a thinking judge's thought before its verdict (the original evaluator allows 8192).
 JUDGE_MAX_TOKENS = 8192
+
+
+# vLLM 0.10-0.11 (vllm/entrypoints/openai/serving_engine.py, _validate_input) refuses a completion limit
+# larger than what the context leaves: "'max_tokens' or 'max_completion_tokens' is too large: 8192. This
+# model's maximum context length is 4096 tokens and your request has 300 input tokens (8192 > 4096 - 300)."
+_TOO_LARGE = re.compile(r"maximum context length is (\d+) tokens and your request has (\d+) input tokens", re.I)
+
+
+def completion_room(message: str) -> int | None:
+    """The completion limit a small-context server can take, from its refusal of a larger one."""
+    match = _TOO_LARGE.search(message)
+    room = int(match.group(1)) - int(match.group(2)) if match else 0
+    return room if room > 0 else None
 
 
 def parse_judgement(text: str) -> tuple[bool | None, str]:
@@ -134,7 +147,17 @@ class LLMJudge(ModelJudge):
             ext = episode.images[0].rsplit(".", 1)[-1].replace("jpg", "jpeg")
             content = [{"type": "image_url", "image_url": {"url": f"data:image/{ext};base64,{data}"}},
                        {"type": "text", "text": prompt}]
-        response = await self.endpoint.chat([{"role": "user", "content": content}])
+        messages = [{"role": "user", "content": content}]
+        try:
+            response = await self.endpoint.chat(messages)
+        except RejectedError as exc:
+            room = completion_room(exc.server_message)
+            if room is None:
+                raise
+            field = self.config.token_param
+            if field == "auto":
+                field = "max_completion_tokens" if REASONING_MODEL.match(self.config.model) else "max_tokens"
+            response = await self.endpoint.chat(messages, **{field: room})
         if spent is not None:
             spent.append(response.usage)
         if response.finish_reason == "length":

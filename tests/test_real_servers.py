@@ -292,6 +292,19 @@ def test_thinking_judge_and_a_judge_cut_at_its_token_limit(tmp_path):
                 await j.aclose()
 
     good, cut, requests = asyncio.run(go())
+    small = Rules(flavour="vllm", models={"judge-r1"}, max_context=4096)  # a small judge: 8192 does not fit
+
+    async def small_judge():
+        with RealServer(judge, small) as server:
+            j = llm(model="judge-r1", base_url=server.base_url)
+            try:
+                return await j.score(episode("Mirelle Dastrow")), server.requests, server.refused
+            finally:
+                await j.aclose()
+
+    fitted, sent, refused = asyncio.run(small_judge())
+    assert fitted.correct and fitted.error is None
+    assert "is too large: 8192" in refused[0][1]["error"]["message"] and 0 < sent[1]["max_tokens"] < 4096
     assert good.correct and good.error is None and good.usage.prompt_tokens > 0
     assert cut.error and "cut at its token limit" in cut.error and "max_tokens=8192" in cut.error
     assert "temperature" not in requests[0] and requests[0]["max_tokens"] == 8192

@@ -217,6 +217,12 @@ class RealServer:
         if rules.max_images is not None and images > rules.max_images:
             # vLLM 0.11 vllm/multimodal/processing.py: the --limit-mm-per-prompt check.
             return (*_vllm(400, f"At most {rules.max_images} image(s) may be provided in one prompt."), {})
+        limit = request.get("max_tokens") or request.get("max_completion_tokens")
+        if flavour == "vllm" and rules.max_context is not None and limit and tokens + limit > rules.max_context:
+            # vLLM 0.10-0.11 serving_engine.py _validate_input: the completion limit must fit the context.
+            return (*_vllm(400, f"'max_tokens' or 'max_completion_tokens' is too large: {limit}. This model's "
+                           f"maximum context length is {rules.max_context} tokens and your request has {tokens} "
+                           f"input tokens ({limit} > {rules.max_context} - {tokens})."), {})
         if rules.max_context is not None and tokens > rules.max_context and flavour != "ollama":
             if flavour == "sglang":  # sglang tokenizer_manager.py
                 return 400, {"object": "error", "message": f"The input ({tokens} tokens) is longer than the model's "

@@ -222,11 +222,17 @@ def test_gemini_thought_signatures_round_trip_in_native_mode(tmp_path):
     assert step.provider_fields == {"tool_calls": [{"extra_content": {"google": {"thought_signature": "sig-0"}}}]}
 
 
-def test_a_reply_cut_at_the_token_limit_is_an_invalid_round_not_an_answer(tmp_path):
+@pytest.mark.parametrize("tool_mode", ["xml", "native"])
+def test_a_reply_cut_at_the_token_limit_is_an_invalid_round_not_an_answer(tmp_path, tool_mode):
     data = write_tiny_dataset(tmp_path / "data")
 
     def thinker(request):
         n = sum(m["role"] == "assistant" for m in request["messages"])
+        if n == 0 and request.get("tools"):  # a native call cut inside its arguments
+            body = completion_body(Reply(content=None, tool_calls=[
+                {"id": "call_0", "name": "image_zoom_in_tool", "arguments": '{"bbox_2d": [0, 0, 5'}]), "qwen")
+            body["choices"][0]["finish_reason"] = "length"
+            return Reply(body=body)
         if n == 0:  # Qwen3 thinking without a reasoning parser, cut by max_tokens: no </think>
             return Reply(content="<think>The sign is small; I should zoom in on the orange banner and then",
                          finish_reason="length")
@@ -235,7 +241,8 @@ def test_a_reply_cut_at_the_token_limit_is_an_invalid_round_not_an_answer(tmp_pa
         return Reply(content="<answer>1874</answer>")
 
     with RealServer(thinker, Rules(flavour="sglang", send_usage=False)) as server:
-        result = arena_run(data, tmp_path / "logs", server.base_url, "--strict-answers", "--max-rounds", "5")
+        result = arena_run(data, tmp_path / "logs", server.base_url, "--strict-answers", "--max-rounds", "5",
+                           "--tool-mode", tool_mode)
         assert result.exit_code == 0, result.output
     episode = RunStore(tmp_path / "logs" / "r").episodes()[0]
     cut, untagged = episode.steps[0], episode.steps[1]

@@ -209,7 +209,7 @@ class Endpoint:
         status = response.status_code
         if status != 200:
             message, code = server_message(response.content)
-            text = f"HTTP {status}{f' ({code})' if code else ''}: {message}"
+            text = f"HTTP {status}{f' ({code})' if code and code != str(status) else ''}: {message}"
             quota = status == 429 and "insufficient_quota" in f"{code} {message}"
             if not quota and (status in (408, 409, 429) or status >= 500):
                 raise TransientEndpointError(text, status=status, server_message=message, code=code,

@@ -184,7 +184,7 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
                 episode.meta["cost"] = round(cost, 8)
             store.append_episode(episode)
             save_learned()
-            if stops.observe(episode, cost):
+            if stops.observe(episode, usage_cost(_spent_usage(episode), prices.get(episode.agent))):
                 for task in tasks:
                     if task is not asyncio.current_task():
                         task.cancel()
@@ -265,22 +265,29 @@ def _usage_of(episode: Episode) -> Usage:
     return Usage(prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens)
 
 
+def _spent_usage(episode: Episode) -> Usage:
+    """Tokens of the model calls this episode made itself (a prefix-shared or forked episode reuses the
+    calls of its prefix: `meta.model_calls` counts only its own)."""
+    calls = episode.meta.get("model_calls")
+    steps = episode.steps if not isinstance(calls, int) else episode.steps[len(episode.steps) - calls:] if calls else []
+    return sum((s.usage for s in steps), Usage())
+
+
 def add_costs(summary: dict[str, Any], episodes: list[Episode], prices: dict[str, Any]) -> None:
-    """Dollar cost per group (`cost`) and for the run (`cost` at the top), from each episode's token totals
-    and the price in run.json; absent where the agent has no price or its server reported no tokens."""
+    """Dollar cost per group (`cost`: its episodes' transcripts) and of the run (`cost` at the top: each
+    model call once, so prefix-shared budgets are not paid twice), from tokens and the price in run.json;
+    absent where the agent has no price or its server reported no tokens."""
     per_group: dict[tuple, list[float | None]] = {}
     for e in episodes:
         per_group.setdefault((e.agent, e.setting, e.budget.max_rounds), []).append(
             usage_cost(_usage_of(e), prices.get(e.agent)))
-    total: float | None = None
     for group in summary.get("groups", []):
-        costs = per_group.get((group["agent"], group["setting"], group["max_rounds"]), [])
-        known = [c for c in costs if c is not None]
+        known = [c for c in per_group.get((group["agent"], group["setting"], group["max_rounds"]), []) if c is not None]
         if known:
             group["cost"] = round(sum(known), 6)
-            total = (total or 0.0) + sum(known)
-    if total is not None:
-        summary["cost"] = round(total, 6)
+    spent = [c for e in episodes if (c := usage_cost(_spent_usage(e), prices.get(e.agent))) is not None]
+    if spent:
+        summary["cost"] = round(sum(spent), 6)
 
 
 def truncation_warnings(episodes: list[Episode], ratio: float = 0.75, floor: int = 1000) -> list[str]:

@@ -150,8 +150,16 @@ def test_cost_shows_in_the_table_and_summary(tmp_path):
     assert "cost $" in result.output and "cost: agents $" in result.output
     summary = json.loads((tmp_path / "logs" / "r" / "summary.json").read_text())
     episodes = RunStore(tmp_path / "logs" / "r").episodes()
-    expected = sum(e.totals.prompt_tokens * 1 + e.totals.completion_tokens * 2 for e in episodes) / 1e6
-    assert summary["cost"] == pytest.approx(expected, abs=1e-6) and summary["cost"] > 0
+    # a budget sweep 3,10: the 3-round cells continue the 10-round trajectories (prefix sharing), so a
+    # group's cost is its transcripts' tokens, the run's counts each model call once
+    for group in summary["groups"]:
+        mine = [e for e in episodes if e.budget.max_rounds == group["max_rounds"]]
+        assert group["cost"] == pytest.approx(
+            sum(e.totals.prompt_tokens + 2 * e.totals.completion_tokens for e in mine) / 1e6, abs=1e-6)
+    calls = [s for e in episodes for s in e.steps[len(e.steps) - e.meta.get("model_calls", len(e.steps)):]]
+    assert summary["cost"] == pytest.approx(
+        sum(s.usage.prompt_tokens + 2 * s.usage.completion_tokens for s in calls) / 1e6, abs=1e-6)
+    assert 0 < summary["cost"] < sum(g["cost"] for g in summary["groups"])
 
 
 def test_max_cost_stops_the_run_cleanly(tmp_path):

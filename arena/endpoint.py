@@ -131,27 +131,17 @@ class Endpoint:
         self._in_flight = [0] * -(-max(config.pool_size, config.max_parallel or 0) // SHARD)
         self._clients: list[httpx.AsyncClient] = []
         self._slots = asyncio.Semaphore(config.max_parallel) if config.max_parallel else None
-        self.requests = 0
 
     def body(self, messages: list[Any], tools: list[dict[str, Any]] | None = None, **overrides: Any) -> bytes:
         """The JSON request body; `overrides` win over the config (None removes a field)."""
         cfg = self.config
         params: dict[str, Any] = {"model": cfg.model, "messages": messages}
         reasoning_model = bool(REASONING_MODEL.match(cfg.model))
-        if cfg.temperature is not None and not reasoning_model:
-            params["temperature"] = cfg.temperature
-        if cfg.max_tokens is not None:
-            token_param = cfg.token_param
-            if token_param == "auto":
-                token_param = "max_completion_tokens" if reasoning_model else "max_tokens"
-            params[token_param] = cfg.max_tokens
-        if cfg.reasoning_effort is not None:
-            params["reasoning_effort"] = cfg.reasoning_effort
-        if tools:
-            params["tools"] = tools
-            if cfg.parallel_tool_calls is not None:
-                params["parallel_tool_calls"] = cfg.parallel_tool_calls
-        params.update(cfg.extra_body)
+        token_param = cfg.token_param if cfg.token_param != "auto" else \
+            "max_completion_tokens" if reasoning_model else "max_tokens"
+        params.update({"temperature": None if reasoning_model else cfg.temperature, token_param: cfg.max_tokens,
+                       "reasoning_effort": cfg.reasoning_effort, "tools": tools or None,
+                       "parallel_tool_calls": cfg.parallel_tool_calls if tools else None, **cfg.extra_body})
         if reasoning_model:
             overrides.pop("temperature", None)
         params.update(overrides)
@@ -195,7 +185,6 @@ class Endpoint:
                 for _ in self._in_flight]
 
     async def _post(self, body: bytes) -> ChatResponse:
-        self.requests += 1
         self._clients = self._clients or self._pools()
         shard = min(range(len(self._clients)), key=self._in_flight.__getitem__)
         self._in_flight[shard] += 1

@@ -17,12 +17,10 @@ def redact_url(url: str) -> str:
         return url
     netloc = "***@" + parts.netloc.rsplit("@", 1)[1] if "@" in parts.netloc else parts.netloc
     pairs = parse_qsl(parts.query, keep_blank_values=True)
-    query = parts.query
-    if any(k.lower() in SECRET_PARAMS for k, _ in pairs):
-        query = urlencode([(k, "***" if k.lower() in SECRET_PARAMS else v) for k, v in pairs], safe="*")
-    if netloc == parts.netloc and query == parts.query:
-        return url
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    query = urlencode([(k, "***" if k.lower() in SECRET_PARAMS else v) for k, v in pairs], safe="*") \
+        if any(k.lower() in SECRET_PARAMS for k, _ in pairs) else parts.query
+    same = (netloc, query) == (parts.netloc, parts.query)
+    return url if same else urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def redact_text(text: str) -> str:

@@ -10,30 +10,60 @@ Tool modes:
 
 Images go as PNG data URLs, smart-resized as a Qwen-VL processor would
 (`image_factor`, `image_min_pixels`, `image_max_pixels`); each image is encoded
-once per episode.
+once per episode and its `image_url` part serialised once per episode (an
+`orjson.Fragment` the request body copies).
+
+Limits (`agents.context_policy`): `max_images` and `max_context_tokens` leave old
+returned images, then old observation texts, out of the transcript (one-line
+placeholders; recorded on the step's `input`). With `auto_limits` a rejection that
+states an image or context limit teaches the agent that limit for the endpoint and
+the turn is sent again at once.
+
+Replies: a reply cut at `finish_reason: "length"` without a complete action is an
+invalid round ("your reply was cut at the token limit..."); with `strict_answers`
+a reply with neither a tool call nor `<answer>` is asked once for `<answer>`.
+Provider fields of the reply (Gemini thought signatures...) are kept on the step
+and sent back verbatim.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import weakref
 from typing import Any, Literal
 
+import orjson
+
 from arena.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
-from arena.endpoint import Endpoint, EndpointConfig, EndpointError
+from arena.context_image import ContextImage
+from arena.endpoint import ChatResponse, Endpoint, EndpointConfig, EndpointError, RejectedError
 from arena.images import IMAGE_FACTOR, MIN_PIXELS, smart_resize
-from arena.prompts import FINAL_ANSWER, FORMAT_INSTRUCTION, TOOL_RESPONSE, system_prompt
 from arena.protocol import parse_response
 from arena.tool import tools_prompt_block
 from arena.trajectory import InputSummary, Step
 from arena.untrusted import json_text_problem
 
+from .context_policy import Elision, Limits, Observed, image_placeholder, learn_limit, plan_elision, text_placeholder
+from .prompts import FINAL_ANSWER, FORMAT_INSTRUCTION, TOOL_RESPONSE, system_prompt
+
 DEFAULT_MAX_PIXELS = 1280 * 28 * 28
+CUT_AT_LIMIT = "your reply was cut at the token limit; answer more briefly"
+ASK_FOR_ANSWER = ("Your reply has neither a tool call nor an answer inside <answer></answer>. Call a tool, or give "
+                  "your final answer inside <answer></answer>.")
+logger = logging.getLogger(__name__)
+
+
+def _tokens(text: str | None) -> int:
+    return len(text or "") // 4
 
 
 class OpenAIAgent(Agent):
     def __init__(self, endpoint: EndpointConfig, tool_mode: Literal["xml", "native"] = "xml",
                  image_factor: int = IMAGE_FACTOR, image_min_pixels: int = MIN_PIXELS,
-                 image_max_pixels: int = DEFAULT_MAX_PIXELS, id: str | None = None):
+                 image_max_pixels: int = DEFAULT_MAX_PIXELS, id: str | None = None,
+                 limits: Limits | None = None, auto_limits: bool = True, strict_answers: bool = False,
+                 image_detail: str | None = None):
         if tool_mode not in ("xml", "native"):
             raise ValueError(f"tool_mode must be 'xml' or 'native', got {tool_mode!r}")
         self.config = endpoint
@@ -41,40 +71,93 @@ class OpenAIAgent(Agent):
         self.tool_mode = tool_mode
         self.image_size = (image_factor, image_min_pixels, image_max_pixels)
         self.id = id or f"openai:{endpoint.model}"
+        self.limits = limits or Limits()
+        self.learned = Limits()
+        self.auto_limits = auto_limits
+        self.strict_answers = strict_answers
+        self.image_detail = image_detail
+        self._parts: weakref.WeakKeyDictionary[ContextImage, orjson.Fragment] = weakref.WeakKeyDictionary()
 
-    async def _image_part(self, view: EpisodeView, index: int) -> dict[str, Any]:
-        url = await view.images[index].data_url(*self.image_size)
-        return {"type": "image_url", "image_url": {"url": url}}
+    async def _image_part(self, view: EpisodeView, index: int) -> orjson.Fragment:
+        """The image's serialised `image_url` part, computed once per episode (per ContextImage)."""
+        image = view.images[index]
+        part = self._parts.get(image)
+        if part is None:
+            url = await image.data_url(*self.image_size)
+            inner = {"url": url, "detail": self.image_detail} if self.image_detail else {"url": url}
+            part = self._parts[image] = orjson.Fragment(orjson.dumps({"type": "image_url", "image_url": inner}))
+        return part
 
-    async def messages(self, view: EpisodeView) -> list[dict[str, Any]]:
+    def _image_tokens(self, view: EpisodeView, index: int) -> int:
+        size = view.images[index].size
+        if size is None:
+            return 0
+        factor, lo, hi = self.image_size
+        h, w = smart_resize(size[1], size[0], factor, lo, hi)
+        return (h * w) // (factor * factor)
+
+    async def messages(self, view: EpisodeView) -> list[Any]:
         """The chat transcript of the episode so far, in this agent's tool mode."""
+        return (await self.transcript(view, self.limits.merged(self.learned)))[0]
+
+    async def transcript(self, view: EpisodeView, limits: Limits) -> tuple[list[Any], InputSummary]:
+        """The transcript within `limits`, and what it holds (with the elisions made)."""
         prompting = view.prompting
         block = tools_prompt_block(view.tools) if view.tools else ""
         system = system_prompt(self.tool_mode, block, max_rounds=view.budget.max_rounds,
                                show_budget=prompting.show_budget, override=prompting.system_prompt)
         question = view.task.question
         instruction = prompting.format_instruction if prompting.format_instruction is not None else FORMAT_INSTRUCTION
-        user: list[dict[str, Any]] = [await self._image_part(view, i) for i in range(view.n_task_images)]
+        steps = [s for s in view.steps if not s.final_turn]
+        elision = Elision()
+        if limits.max_images is not None or limits.max_context_tokens is not None:
+            fixed = _tokens(system) + _tokens(question) + sum(_tokens(s.output) for s in steps)
+            fixed += sum(self._image_tokens(view, i) for i in range(view.n_task_images))
+            observed = [Observed(s.round, _tokens(s.observation.text if s.observation else ""),
+                                 [(i, self._image_tokens(view, i)) for i in
+                                  (s.observation.image_indices if s.observation else [])]) for s in steps]
+            elision = plan_elision(limits, view.n_task_images, fixed, observed)
+        user: list[Any] = [await self._image_part(view, i) for i in range(view.n_task_images)]
         user.append({"type": "text", "text": f"{question}\n\n{instruction}".strip()})
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        for step in view.steps:
-            if step.final_turn:
-                continue
-            messages.extend(await self._step_messages(view, step))
+        messages: list[Any] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        for step in steps:
+            messages.extend(await self._step_messages(view, step, elision))
         if view.final_turn:
             messages.append({"role": "user", "content": FINAL_ANSWER.format(max_rounds=view.budget.max_rounds)})
-        return messages
+        images = view.n_task_images
+        tokens = _tokens(system) + _tokens(question) + sum(self._image_tokens(view, i) for i in range(images))
+        for step in steps:
+            obs = step.observation
+            tokens += _tokens(step.output)
+            tokens += 8 if step.round in elision.texts else _tokens(obs.text if obs else "")
+            for i in obs.image_indices if obs else []:
+                if i in elision.images:
+                    tokens += 8
+                else:
+                    images += 1
+                    tokens += self._image_tokens(view, i)
+        summary = InputSummary(messages=len(messages), images=images, token_estimate=tokens,
+                               elided_images=sorted(elision.images), elided_texts=sorted(elision.texts),
+                               elision_reason=elision.reason)
+        return messages, summary
 
-    async def _step_messages(self, view: EpisodeView, step: Step) -> list[dict[str, Any]]:
+    async def _step_messages(self, view: EpisodeView, step: Step, elision: Elision) -> list[dict[str, Any]]:
         observation = step.observation
         text = observation.text if observation else ""
-        images = [await self._image_part(view, i) for i in (observation.image_indices if observation else [])]
+        if step.round in elision.texts:
+            text = text_placeholder(step.round)
+        images: list[Any] = []
+        for i in observation.image_indices if observation else []:
+            images.append({"type": "text", "text": image_placeholder(i)} if i in elision.images
+                          else await self._image_part(view, i))
+        provider = step.provider_fields or {}
         if self.tool_mode == "native" and step.call_id:
             arguments = json.dumps(step.arguments) if step.arguments is not None else (step.raw_call or "{}")
+            call = {"id": step.call_id, "type": "function", "function": {"name": step.tool or "", "arguments": arguments}}
+            call.update((provider.get("tool_calls") or [{}])[0])
             out: list[dict[str, Any]] = [
-                {"role": "assistant", "content": step.output or None,
-                 "tool_calls": [{"id": step.call_id, "type": "function",
-                                 "function": {"name": step.tool or "", "arguments": arguments}}]},
+                {"role": "assistant", "content": step.output or None, "tool_calls": [call],
+                 **provider.get("message", {})},
                 {"role": "tool", "tool_call_id": step.call_id, "content": text},
             ]
             if images:
@@ -82,40 +165,87 @@ class OpenAIAgent(Agent):
                                                         *images]})
             return out
         wrapped = TOOL_RESPONSE.format(text=text) if self.tool_mode == "xml" else text
-        return [{"role": "assistant", "content": step.output},
+        return [{"role": "assistant", "content": step.output, **provider.get("message", {})},
                 {"role": "user", "content": [{"type": "text", "text": wrapped}, *images]}]
 
+    async def _request(self, view: EpisodeView, tools: list[dict[str, Any]] | None,
+                       extra: list[dict[str, Any]] | None = None) -> tuple[ChatResponse, InputSummary]:
+        """Send the turn; a rejection that states an image or context limit is learned and the turn sent again."""
+        limits = self.limits.merged(self.learned)
+        for _ in range(4):
+            messages, summary = await self.transcript(view, limits)
+            try:
+                return await self.endpoint.chat(messages + (extra or []), tools=tools), summary
+            except RejectedError as exc:
+                learned = learn_limit(exc.server_message, summary.token_estimate, self.config.max_tokens or 0)
+                if learned is None:
+                    raise AgentError(str(exc), finish_reason="rejected") from None
+                tighter = self.learned.merged(learned)
+                if not self.auto_limits or limits.merged(tighter) == limits:
+                    raise AgentError(f"{exc} (no context trimming fits it)", finish_reason="context_overflow") from None
+                logger.warning("%s: learned %s from the server's reply; trimming the context", self.config.where(),
+                               learned.as_dict())
+                self.learned = tighter
+                limits = self.limits.merged(self.learned)
+            except EndpointError as exc:
+                raise AgentError(str(exc)) from None
+        raise AgentError(f"{self.config.where()}: the request still exceeds the server's limits after trimming",
+                         finish_reason="context_overflow")
+
     async def act(self, view: EpisodeView) -> AgentTurn:
-        messages = await self.messages(view)
         native_tools = [t.cached_schema() for t in view.tools] if self.tool_mode == "native" and view.tools else None
-        try:
-            response = await self.endpoint.chat(messages, tools=native_tools)
-        except EndpointError as exc:
-            raise AgentError(str(exc)) from None
-        summary = self._summary(view, messages)
+        response, summary = await self._request(view, native_tools)
+        usage = response.usage
+        if self.strict_answers and not view.final_turn and not response.tool_calls and \
+                response.finish_reason != "length":
+            parsed = parse_response(response.content)
+            if parsed.kind == "answer" and not parsed.tagged:
+                nudge = [{"role": "assistant", "content": response.content},
+                         {"role": "user", "content": ASK_FOR_ANSWER}]
+                first = response.content
+                response, _ = await self._request(view, native_tools, nudge)
+                usage = usage + response.usage
+                response.content = f"{first}\n\n[arena: {ASK_FOR_ANSWER}]\n\n{response.content}"
+                response.usage = usage
+                if not response.tool_calls:
+                    parsed = parse_response(response.content.rpartition(ASK_FOR_ANSWER + "]")[2])
+                    return self._text_turn(response, parsed, summary)
         if response.tool_calls and not view.final_turn:
             return self._native_turn(response, summary)
-        parsed = parse_response(response.content)
+        return self._text_turn(response, parse_response(response.content), summary)
+
+    def _text_turn(self, response: ChatResponse, parsed, summary: InputSummary) -> AgentTurn:
         reasoning = "\n\n".join(r for r in (response.reasoning, parsed.reasoning) if r) or None
-        return AgentTurn(output=response.content, action=parsed.kind, tool=parsed.tool, arguments=parsed.arguments,
+        turn = AgentTurn(output=response.content, action=parsed.kind, tool=parsed.tool, arguments=parsed.arguments,
                          raw_call=parsed.raw_call, answer=parsed.answer, error=parsed.error, reasoning=reasoning,
                          ignored_calls=parsed.ignored_calls + len(response.tool_calls), usage=response.usage,
-                         input=summary)
+                         input=summary, finish_reason=response.finish_reason,
+                         answer_tagged=parsed.tagged if parsed.kind == "answer" else None,
+                         provider_fields=response.provider_fields)
+        if response.finish_reason == "length":
+            complete = (parsed.kind == "tool_call" and "</tool_call>" in response.content) or \
+                (parsed.kind == "answer" and parsed.tagged)
+            if not complete:
+                turn.action, turn.answer, turn.error = "invalid", None, CUT_AT_LIMIT
+        return turn
 
-    def _native_turn(self, response, summary: InputSummary) -> AgentTurn:
+    def _native_turn(self, response: ChatResponse, summary: InputSummary) -> AgentTurn:
         call = response.tool_calls[0]
         raw = call["arguments"] or "{}"
         common = dict(output=response.content, tool=call["name"], call_id=call["id"], raw_call=raw,
                       reasoning=response.reasoning, ignored_calls=len(response.tool_calls) - 1,
-                      usage=response.usage, input=summary)
+                      usage=response.usage, input=summary, finish_reason=response.finish_reason,
+                      provider_fields=response.provider_fields)
         problem = json_text_problem(raw, f"the arguments of {call['name']}") if isinstance(raw, str) else None
         if problem:
             return AgentTurn(action="invalid", error=f"{problem}; write a smaller call", **common)
         try:
             arguments = json.loads(raw) if isinstance(raw, str) else raw
         except json.JSONDecodeError as exc:
-            return AgentTurn(action="invalid", error=f"the arguments of {call['name']} are not valid JSON "
-                             f"({exc.msg} at line {exc.lineno} column {exc.colno})", **common)
+            error = CUT_AT_LIMIT if response.finish_reason == "length" else (
+                f"the arguments of {call['name']} are not valid JSON ({exc.msg} at line {exc.lineno} column "
+                f"{exc.colno})")
+            return AgentTurn(action="invalid", error=error, **common)
         except ValueError as exc:  # e.g. an integer of more than 4,300 digits
             return AgentTurn(action="invalid", error=f"the arguments of {call['name']} have a number that cannot "
                              f"be read ({exc})", **common)
@@ -124,28 +254,19 @@ class OpenAIAgent(Agent):
                              **common)
         return AgentTurn(action="tool_call", arguments=arguments, **common)
 
-    def _summary(self, view: EpisodeView, messages: list[dict[str, Any]]) -> InputSummary:
-        chars, images = 0, 0
-        for message in messages:
-            content = message.get("content")
-            if isinstance(content, str):
-                chars += len(content)
-            for part in content if isinstance(content, list) else []:
-                if part.get("type") == "text":
-                    chars += len(part["text"])
-                else:
-                    images += 1
-        factor, lo, hi = self.image_size
-        image_tokens = 0
-        for image in view.images:
-            if image.size is not None:
-                h, w = smart_resize(image.size[1], image.size[0], factor, lo, hi)
-                image_tokens += (h * w) // (factor * factor)
-        return InputSummary(messages=len(messages), images=images, token_estimate=chars // 4 + image_tokens)
+    def learned_limits(self) -> dict[str, Any]:
+        return self.learned.as_dict()
+
+    def apply_limits(self, limits: dict[str, Any]) -> None:
+        self.learned = self.learned.merged(Limits(limits.get("max_images"), limits.get("max_context_tokens")))
 
     def describe(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": "openai", "tool_mode": self.tool_mode,
-                "endpoint": self.config.model_dump(exclude={"extra_body"}), "image_size": list(self.image_size)}
+        endpoint = self.config.model_dump(exclude={"extra_body"})
+        endpoint["base_url"] = self.config.where().partition(" at ")[2]
+        return {"id": self.id, "kind": "openai", "tool_mode": self.tool_mode, "endpoint": endpoint,
+                "image_size": list(self.image_size), "limits": self.limits.as_dict(),
+                "auto_limits": self.auto_limits, "strict_answers": self.strict_answers,
+                "image_detail": self.image_detail}
 
     async def aclose(self) -> None:
         await self.endpoint.aclose()
@@ -153,13 +274,20 @@ class OpenAIAgent(Agent):
 
 @register_agent("openai")
 def openai_agent(model: str, base_url: str, api_key_env: str | None = None, tool_mode: str = "xml",
-                 temperature: float | None = 0.7, max_tokens: int | None = None, timeout: float = 120.0,
+                 temperature: float | None = None, max_tokens: int | None = None, timeout: float = 120.0,
                  max_retries: int = 4, retry_initial: float = 1.0, max_parallel: int | None = None,
                  extra_body: dict | None = None, image_factor: int = IMAGE_FACTOR,
                  image_min_pixels: int = MIN_PIXELS, image_max_pixels: int = DEFAULT_MAX_PIXELS,
-                 id: str | None = None) -> OpenAIAgent:
+                 id: str | None = None, max_images: int | None = None, max_context_tokens: int | None = None,
+                 auto_limits: bool = True, strict_answers: bool = False, token_param: str = "auto",
+                 reasoning_effort: str | None = None, parallel_tool_calls: bool | None = None,
+                 image_detail: str | None = None, pool_size: int = 64) -> OpenAIAgent:
     endpoint = EndpointConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout=timeout,
                               max_retries=max_retries, retry_initial=retry_initial, temperature=temperature,
-                              max_tokens=max_tokens, max_parallel=max_parallel, extra_body=extra_body or {})
+                              max_tokens=max_tokens, max_parallel=max_parallel, extra_body=extra_body or {},
+                              token_param=token_param, reasoning_effort=reasoning_effort,  # type: ignore[arg-type]
+                              parallel_tool_calls=parallel_tool_calls, pool_size=pool_size)
     return OpenAIAgent(endpoint, tool_mode=tool_mode, image_factor=image_factor,  # type: ignore[arg-type]
-                       image_min_pixels=image_min_pixels, image_max_pixels=image_max_pixels, id=id)
+                       image_min_pixels=image_min_pixels, image_max_pixels=image_max_pixels, id=id,
+                       limits=Limits(max_images, max_context_tokens), auto_limits=auto_limits,
+                       strict_answers=strict_answers, image_detail=image_detail)

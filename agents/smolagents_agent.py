@@ -58,10 +58,11 @@ from PIL import Image
 from arena.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
 from arena.context_image import ContextImage
 from arena.images import IMAGE_FACTOR, MIN_PIXELS, encode_png, fit_for_model, png_data_url
-from arena.prompts import BUDGET_NOTE
 from arena.protocol import extract_answer
 from arena.tool import Tool as ArenaTool
 from arena.trajectory import InputSummary, Step, Usage, clip
+
+from .prompts import BUDGET_NOTE
 
 DEFAULT_MAX_PIXELS = 1280 * 28 * 28
 SMOL_TYPES = {"string", "boolean", "integer", "number", "array", "object", "null"}
@@ -462,7 +463,7 @@ class _Session:
 
 
 class SmolagentsAgent(Agent):
-    def __init__(self, model: str, base_url: str, api_key_env: str | None = None, temperature: float | None = 0.7,
+    def __init__(self, model: str, base_url: str, api_key_env: str | None = None, temperature: float | None = None,
                  max_tokens: int | None = None, timeout: float = 120.0, max_retries: int = 4,
                  extra_body: dict | None = None, tool_choice: str | None = "required", keep_images: int = 3,
                  instructions: str | None = None, image_factor: int = IMAGE_FACTOR,
@@ -527,12 +528,17 @@ class SmolagentsAgent(Agent):
 
 
 @register_agent("smolagents")
-def smolagents_agent(model: str, base_url: str, api_key_env: str | None = None, temperature: float | None = 0.7,
+def smolagents_agent(model: str, base_url: str, api_key_env: str | None = None, temperature: float | None = None,
                      max_tokens: int | None = None, timeout: float = 120.0, max_retries: int = 4,
                      extra_body: dict | None = None, tool_choice: str | None = "required", keep_images: int = 3,
                      instructions: str | None = None, agent_type: str = "tool_calling",
                      image_factor: int = IMAGE_FACTOR, image_min_pixels: int = MIN_PIXELS,
-                     image_max_pixels: int = DEFAULT_MAX_PIXELS, id: str | None = None) -> SmolagentsAgent:
+                     image_max_pixels: int = DEFAULT_MAX_PIXELS, id: str | None = None,
+                     max_images: int | None = None) -> SmolagentsAgent:
+    """`max_images` (the arena's image limit) keeps the task image and the `max_images - 1` most recent
+    returned images (smolagents' own pruning, `keep_images`)."""
+    if max_images is not None:
+        keep_images = max(max_images - 1, 0)
     if agent_type != "tool_calling":
         raise ValueError(f"agent_type {agent_type!r} is not offered: only 'tool_calling' (a CodeAgent would run "
                          "model-written code and take tool execution away from the arena; see the module docstring)")

@@ -15,8 +15,12 @@ from .trajectory import InputSummary, Step, Usage
 
 
 class AgentError(RuntimeError):
-    """The agent could not produce a turn (endpoint down after retries, bad request...).
-    The episode ends with finish_reason "error" and is retried on resume."""
+    """The agent could not produce a turn. The episode ends with `finish_reason`: "error" (transient,
+    retried on resume), or "rejected" / "context_overflow" (replayed only with --retry-errors)."""
+
+    def __init__(self, message: str, finish_reason: str = "error"):
+        super().__init__(message)
+        self.finish_reason = finish_reason
 
 
 @dataclass
@@ -64,6 +68,9 @@ class AgentTurn:
     ignored_calls: int = 0
     usage: Usage = field(default_factory=Usage)
     input: InputSummary = field(default_factory=InputSummary)
+    finish_reason: str | None = None
+    answer_tagged: bool | None = None
+    provider_fields: dict[str, Any] = field(default_factory=dict)
 
 
 class Agent(ABC):
@@ -77,6 +84,12 @@ class Agent(ABC):
     def describe(self) -> dict[str, Any]:
         """Config recorded in run.json (never secrets)."""
         return {"id": self.id}
+
+    def learned_limits(self) -> dict[str, Any]:
+        """Limits learned from the server (e.g. images per prompt); recorded in run.json, re-applied on resume."""
+        return {}
+
+    def apply_limits(self, limits: dict[str, Any]) -> None: ...
 
     async def aclose(self) -> None:
         """Release connections."""

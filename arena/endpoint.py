@@ -1,26 +1,62 @@
-"""An OpenAI-compatible chat endpoint with timeouts and retries, shared by agents and judges."""
+"""An OpenAI-compatible chat endpoint shared by agents and judges: the body is serialised once with
+orjson (pre-serialised parts such as images go in as `orjson.Fragment`s) and posted through keep-alive
+httpx pools. Errors (README "Model endpoints"): `TransientEndpointError` (connection, timeout, 408,
+409, 429, 5xx, a 200 that is not a completion) is retried with backoff or after `retry-after(-ms)`;
+`RejectedError` (other 4xx, 429 `insufficient_quota`) never is."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import email.utils
+import functools
 import os
+import re
+import socket
+import ssl
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-import openai
+import httpx
+import orjson
 from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from .redact import redact_text, redact_url
 from .trajectory import Usage
+
+MAX_RETRY_AFTER, SHARD = 120.0, 8  # seconds; connections per httpx pool
+# OpenAI reasoning models take `max_completion_tokens` and no `temperature` (OpenAI API reference,
+# Chat Completions: max_tokens "is not compatible with o-series models"; the reasoning models guide).
+REASONING_MODEL = re.compile(r"^(openai/)?(o\d|gpt-5)", re.I)
 
 
 class EndpointError(RuntimeError):
-    """A request that failed for good (after retries, or at once for a non-transient error)."""
+    """A failed request; `server_message` is the server's own message whatever its body's shape."""
+
+    def __init__(self, message: str, *, status: int | None = None, server_message: str = "",
+                 code: str | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.status, self.server_message, self.code, self.retry_after = status, server_message, code, retry_after
+
+
+class TransientEndpointError(EndpointError):
+    """Connection, timeout, 408/409/429/5xx or an unreadable 200: worth trying again later."""
+
+
+class RejectedError(EndpointError):
+    """The server refused the request itself (4xx, quota): sending it again cannot help."""
+
+
+def is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, TransientEndpointError)
 
 
 class EndpointConfig(BaseModel):
-    """Where and how to call a model. The API key is read from the environment variable
-    `api_key_env` (default OPENAI_API_KEY) at call time and never stored."""
+    """Where and how to call a model; the key is read from `api_key_env` (default OPENAI_API_KEY), never
+    stored. Sampling parameters go out only when set; `token_param` `auto` means `max_completion_tokens`
+    for OpenAI reasoning models (which never get `temperature`), else `max_tokens`."""
 
     base_url: str
     model: str
@@ -31,8 +67,15 @@ class EndpointConfig(BaseModel):
     retry_max: float = Field(30.0, ge=0)
     temperature: float | None = None
     max_tokens: int | None = None
+    token_param: Literal["auto", "max_tokens", "max_completion_tokens"] = "auto"
+    reasoning_effort: str | None = None
+    parallel_tool_calls: bool | None = None
     max_parallel: int | None = Field(None, ge=1)
+    pool_size: int = Field(64, ge=1)
     extra_body: dict[str, Any] = Field(default_factory=dict)
+
+    def where(self) -> str:  # for messages: credentials masked
+        return f"{self.model} at {redact_url(self.base_url)}"
 
 
 @dataclass
@@ -42,85 +85,178 @@ class ChatResponse:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
+    provider_fields: dict[str, Any] = field(default_factory=dict)
 
 
-def is_transient(exc: BaseException) -> bool:
-    """Connection errors, timeouts, 408/409/429 and 5xx are retried; other 4xx are not."""
-    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
-    return False
+def server_message(body: bytes, limit: int = 1000) -> tuple[str, str | None]:
+    """(message, code) of `{"error": {...}}`, Gemini's `[{"error": ...}]`, `{"message"|"detail": ...}` or text."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        data = body.decode("utf-8", "replace").strip() or "(empty body)"
+    messages, code = [], None
+    for item in data if isinstance(data, list) else [data]:
+        error = item.get("error", item) if isinstance(item, dict) else item
+        if isinstance(error, dict):
+            text = error.get("message") or error.get("detail") or error.get("msg")
+            code = code or next((str(error[k]) for k in ("code", "type", "status") if error.get(k)), None)
+            messages.append(text if isinstance(text, str) else orjson.dumps(error).decode())
+        else:
+            messages.append(str(error))
+    text = "; ".join(messages)
+    return text[:limit] + ("..." if len(text) > limit else ""), code
+
+
+def retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds the server asks us to wait: `retry-after-ms` (OpenAI) or `retry-after` (seconds or a date)."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        try:
+            seconds = float(value) / scale if value is not None else None
+        except ValueError:
+            try:
+                seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError):
+                seconds = None
+        if seconds is not None:
+            return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+    return None
 
 
 class Endpoint:
     def __init__(self, config: EndpointConfig):
         self.config = config
-        key = os.environ.get(config.api_key_env or "OPENAI_API_KEY") or "EMPTY"
-        self._client = openai.AsyncOpenAI(
-            base_url=config.base_url, api_key=key, timeout=config.timeout, max_retries=0
-        )
+        url = httpx.URL(config.base_url)
+        self._url = url.copy_with(path=url.path.rstrip("/") + "/chat/completions")
+        self._in_flight = [0] * -(-max(config.pool_size, config.max_parallel or 0) // SHARD)
+        self._clients: list[httpx.AsyncClient] = []
         self._slots = asyncio.Semaphore(config.max_parallel) if config.max_parallel else None
 
-    async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
-                   **overrides: Any) -> ChatResponse:
+    def body(self, messages: list[Any], tools: list[dict[str, Any]] | None = None, **overrides: Any) -> bytes:
+        """The JSON request body; `overrides` win over the config (None removes a field)."""
         cfg = self.config
         params: dict[str, Any] = {"model": cfg.model, "messages": messages}
-        if cfg.temperature is not None:
-            params["temperature"] = cfg.temperature
-        if cfg.max_tokens is not None:
-            params["max_tokens"] = cfg.max_tokens
-        if tools:
-            params["tools"] = tools
-        if cfg.extra_body:
-            params["extra_body"] = cfg.extra_body
+        reasoning_model = bool(REASONING_MODEL.match(cfg.model))
+        token_param = cfg.token_param if cfg.token_param != "auto" else \
+            "max_completion_tokens" if reasoning_model else "max_tokens"
+        params.update({"temperature": None if reasoning_model else cfg.temperature, token_param: cfg.max_tokens,
+                       "reasoning_effort": cfg.reasoning_effort, "tools": tools or None,
+                       "parallel_tool_calls": cfg.parallel_tool_calls if tools else None, **cfg.extra_body})
+        if reasoning_model:
+            overrides.pop("temperature", None)
         params.update(overrides)
+        return orjson.dumps({k: v for k, v in params.items() if v is not None})
+
+    async def chat(self, messages: list[Any], tools: list[dict[str, Any]] | None = None,
+                   **overrides: Any) -> ChatResponse:
+        """One chat completion. Raises TransientEndpointError after the retries, RejectedError at once."""
+        cfg = self.config
+        body = self.body(messages, tools, **overrides)
         attempts = 0
+
+        def wait(state) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            if isinstance(exc, EndpointError) and exc.retry_after is not None:
+                return exc.retry_after
+            return backoff(state)
+
+        backoff = wait_exponential_jitter(multiplier=cfg.retry_initial, max=cfg.retry_max, jitter=cfg.retry_initial)
         try:
-            async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(cfg.max_retries + 1),
-                wait=wait_exponential_jitter(multiplier=cfg.retry_initial, max=cfg.retry_max, jitter=cfg.retry_initial),
-                retry=retry_if_exception(is_transient),
-                reraise=True,
-            ):
+            async for attempt in AsyncRetrying(stop=stop_after_attempt(cfg.max_retries + 1), wait=wait,
+                                               retry=retry_if_exception(is_transient), reraise=True):
                 with attempt:
                     attempts += 1
-                    if self._slots:
-                        async with self._slots:
-                            completion = await self._client.chat.completions.create(**params)
-                    else:
-                        completion = await self._client.chat.completions.create(**params)
-        except openai.OpenAIError as exc:
-            raise EndpointError(
-                f"{cfg.model} at {cfg.base_url}: {type(exc).__name__}: {_short(exc)} "
-                f"(after {attempts} attempt{'s' if attempts != 1 else ''})"
-            ) from None
-        return _to_response(completion)
+                    async with self._slots or contextlib.nullcontext():
+                        return await self._post(body)
+        except EndpointError as exc:
+            raise type(exc)(redact_text(f"{cfg.where()}: {exc} (after {attempts} attempt{'s' * (attempts != 1)})"),
+                            status=exc.status, server_message=exc.server_message, code=exc.code) from None
+        raise AssertionError("unreachable")
+
+    def _pools(self) -> list[httpx.AsyncClient]:
+        """Small pools, made on first use: httpcore 1.0's `_assign_requests_to_connections` is quadratic in
+        the pool size and dominated the harness's CPU at 64. TCP_NODELAY: headers and body are 2 writes."""
+        key = os.environ.get(self.config.api_key_env or "OPENAI_API_KEY") or "EMPTY"
+        limits = httpx.Limits(max_connections=SHARD, max_keepalive_connections=SHARD, keepalive_expiry=60)
+        return [httpx.AsyncClient(headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+                                  timeout=self.config.timeout, transport=httpx.AsyncHTTPTransport(
+                                      limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                                      verify=_ssl_context() if self._url.scheme == "https" else False))
+                for _ in self._in_flight]
+
+    async def _post(self, body: bytes) -> ChatResponse:
+        self._clients = self._clients or self._pools()
+        shard = min(range(len(self._clients)), key=self._in_flight.__getitem__)
+        self._in_flight[shard] += 1
+        try:
+            response = await self._clients[shard].post(self._url, content=body)
+        except httpx.TransportError as exc:  # timeouts included
+            raise TransientEndpointError(f"connection failed or timed out (timeout {self.config.timeout:g} s): "
+                                         f"{type(exc).__name__}: {exc}")
+        finally:
+            self._in_flight[shard] -= 1
+        status = response.status_code
+        if status != 200:
+            message, code = server_message(response.content)
+            text = f"HTTP {status}{f' ({code})' if code and code != str(status) else ''}: {message}"
+            quota = status == 429 and "insufficient_quota" in f"{code} {message}"
+            if not quota and (status in (408, 409, 429) or status >= 500):
+                raise TransientEndpointError(text, status=status, server_message=message, code=code,
+                                             retry_after=retry_after(response.headers))
+            raise RejectedError(text, status=status, server_message=message, code=code)
+        try:
+            data = orjson.loads(response.content)
+        except orjson.JSONDecodeError:
+            text = response.content[:200].decode("utf-8", "replace")
+            raise TransientEndpointError(f"HTTP 200 with a body that is not JSON: {text!r}", status=200)
+        if isinstance(data, dict) and "error" in data and not data.get("choices"):
+            message, code = server_message(response.content)
+            raise RejectedError(f"HTTP 200 carrying an error: {message}", status=200, server_message=message,
+                                code=code)
+        return to_response(data)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        for client in self._clients:
+            await client.aclose()
 
 
-def _short(exc: BaseException, limit: int = 500) -> str:
-    text = str(exc)
-    return text if len(text) <= limit else text[:limit] + "..."
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> ssl.SSLContext:  # one for every pool: loading the CA bundle takes ~60 ms
+    return httpx.create_ssl_context()
 
 
-def _to_response(completion: Any) -> ChatResponse:
-    if not getattr(completion, "choices", None):
-        raise EndpointError("the endpoint returned no choices")
-    choice = completion.choices[0]
-    message = choice.message
-    reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
-    calls = []
-    for call in message.tool_calls or []:
-        fn = getattr(call, "function", None)
-        if fn is None:
+_STANDARD_MESSAGE_KEYS = {"role", "content", "tool_calls", "reasoning_content", "reasoning", "refusal",
+                          "annotations", "audio", "function_call"}
+_STANDARD_CALL_KEYS = {"id", "type", "function", "index"}
+
+
+def _usage(raw: Any) -> Usage:
+    raw = raw if isinstance(raw, dict) else {}
+    prompt, completion = raw.get("prompt_tokens_details") or {}, raw.get("completion_tokens_details") or {}
+    return Usage(prompt_tokens=raw.get("prompt_tokens"), completion_tokens=raw.get("completion_tokens"),
+                 cached_tokens=prompt.get("cached_tokens"), reasoning_tokens=completion.get("reasoning_tokens"))
+
+
+def to_response(data: Any) -> ChatResponse:
+    """A ChatResponse from a completion's JSON; provider extras (e.g. Gemini's `extra_content`
+    thought signatures) are kept in `provider_fields` to be sent back verbatim."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        raise TransientEndpointError(f"HTTP 200 without choices: {orjson.dumps(data)[:200].decode()!r}", status=200)
+    choice = choices[0]
+    message = choice.get("message") or {}
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    calls, call_extras = [], []
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict):
             continue
-        calls.append({"id": call.id, "name": fn.name, "arguments": fn.arguments})
-    usage = Usage()
-    if completion.usage is not None:
-        usage = Usage(prompt_tokens=completion.usage.prompt_tokens or 0,
-                      completion_tokens=completion.usage.completion_tokens or 0)
-    return ChatResponse(content=message.content or "", reasoning=reasoning if isinstance(reasoning, str) else None,
-                        tool_calls=calls, usage=usage, finish_reason=choice.finish_reason)
+        calls.append({"id": call.get("id") or "", "name": fn.get("name") or "", "arguments": fn.get("arguments")})
+        call_extras.append({k: v for k, v in call.items() if k not in _STANDARD_CALL_KEYS and v is not None})
+    extras = {k: v for k, v in message.items() if k not in _STANDARD_MESSAGE_KEYS and v is not None}
+    provider = {k: v for k, v in (("message", extras), ("tool_calls", call_extras)) if any(v)}
+    content = message.get("content")
+    return ChatResponse(content=content if isinstance(content, str) else "",
+                        reasoning=reasoning if isinstance(reasoning, str) else None, tool_calls=calls,
+                        usage=_usage(data.get("usage")), finish_reason=choice.get("finish_reason"),
+                        provider_fields=provider)

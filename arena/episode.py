@@ -126,7 +126,8 @@ class _Run:
                     arguments=arguments, call_id=text(turn.call_id, "call_id", 256),
                     raw_call=text(turn.raw_call, "raw_call", 8192), answer=text(turn.answer, "answer", 8192),
                     error=error, ignored_calls=turn.ignored_calls, model_seconds=seconds, usage=turn.usage,
-                    notes=notes)
+                    notes=notes, finish_reason=turn.finish_reason, answer_tagged=turn.answer_tagged,
+                    provider_fields=clean_value(turn.provider_fields, "provider_fields", notes) or {})
 
     async def call_tool(self, step: Step) -> None:
         name = step.tool or ""
@@ -242,7 +243,7 @@ class _Run:
         budget = self.spec.budget
         if budget.max_seconds is not None and time.perf_counter() - started >= budget.max_seconds:
             return f"wall-time limit of {budget.max_seconds:g} s reached"
-        total = self.usage.prompt_tokens + self.usage.completion_tokens
+        total = (self.usage.prompt_tokens or 0) + (self.usage.completion_tokens or 0)
         if budget.max_tokens is not None and total >= budget.max_tokens:
             return f"token limit of {budget.max_tokens} reached ({total} used)"
         return None
@@ -292,7 +293,7 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
                     step.error = step.error or "no answer in the final turn"
                     run.totals.ignored_calls += 1 if step.action == "tool_call" else 0
     except AgentError as exc:
-        finish, error = "error", str(exc)
+        finish, error = exc.finish_reason, str(exc)
     except (ImageError, PathEscapeError, ToolOutage) as exc:
         finish, error = "error", str(exc)
     except Exception as exc:  # an arena bug: record it, keep the run going
@@ -300,8 +301,7 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
     await run.end_episode()
     totals = run.totals
     totals.rounds = sum(1 for s in run.steps if not s.final_turn)
-    totals.prompt_tokens = run.usage.prompt_tokens
-    totals.completion_tokens = run.usage.completion_tokens
+    totals = totals.model_copy(update=run.usage.model_dump())
     totals.model_seconds = sum(s.model_seconds for s in run.steps)
     totals.tool_seconds = sum(s.tool_seconds for s in run.steps)
     totals.seconds = time.perf_counter() - started

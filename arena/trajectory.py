@@ -10,7 +10,7 @@ from .budget import Budget
 from .task import TaskRef
 
 ActionKind = Literal["tool_call", "answer", "invalid"]
-FinishReason = Literal["answered", "budget", "invalid", "error"]
+FinishReason = Literal["answered", "budget", "invalid", "error", "rejected", "context_overflow"]
 
 MAX_LOGGED_CHARS = 65_536
 
@@ -23,14 +23,17 @@ def clip(text: str | None, limit: int = MAX_LOGGED_CHARS) -> str | None:
 
 
 class Usage(BaseModel):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    """Tokens as the server reported them; None = the server did not say (not zero)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
     def __add__(self, other: "Usage") -> "Usage":
-        return Usage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-        )
+        pairs = {k: (getattr(self, k), getattr(other, k)) for k in Usage.model_fields}
+        return Usage(**{k: None if a is None and b is None else (a or 0) + (b or 0) for k, (a, b) in pairs.items()})
+
 
 
 class InputSummary(BaseModel):
@@ -39,6 +42,9 @@ class InputSummary(BaseModel):
     messages: int = 0
     images: int = 0
     token_estimate: int = 0
+    elided_images: list[int] = Field(default_factory=list)
+    elided_texts: list[int] = Field(default_factory=list)
+    elision_reason: str | None = None
 
 
 class Observation(BaseModel):
@@ -73,6 +79,9 @@ class Step(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     notes: list[str] = Field(default_factory=list)
     """What the arena changed in the model's output to keep it storable (e.g. invalid Unicode replaced)."""
+    finish_reason: str | None = None
+    answer_tagged: bool | None = None
+    provider_fields: dict[str, Any] = Field(default_factory=dict)
 
 
 class Totals(BaseModel):
@@ -81,8 +90,10 @@ class Totals(BaseModel):
     calls_per_tool: dict[str, int] = Field(default_factory=dict)
     invalid_calls: int = 0
     ignored_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
     model_seconds: float = 0.0
     tool_seconds: float = 0.0
     seconds: float = 0.0

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from .trajectory import Usage
+
 
 class Verdict(BaseModel):
     """Score of one episode by one judge. `episode_id` ties it to the exact episode record.
@@ -27,3 +29,4 @@ class Verdict(BaseModel):
     error: str | None = None
     supported: Literal["yes", "no", "unknown"] | None = None
     support_reason: str | None = None
+    usage: Usage | None = None  # tokens of the judge's own calls (None: none made or none reported)

@@ -30,9 +30,9 @@ from typing import Any
 from PIL import Image
 
 from arena.blobs import BlobStore
-from arena.endpoint import Endpoint, EndpointConfig, EndpointError
+from arena.endpoint import REASONING_MODEL, Endpoint, EndpointConfig, EndpointError, RejectedError
 from arena.judge import Judge, register_judge, text_hash
-from arena.trajectory import Episode
+from arena.trajectory import Episode, Usage
 from arena.verdict import Verdict
 
 from .evidence import EvidenceJudge
@@ -82,8 +82,29 @@ _REASON = re.compile(r"<reason>(.*?)</reason>", re.S | re.I)
 PROMPT_HASH = text_hash(PROMPT)
 
 
+# Room for a thinking judge's thought before its verdict (the original evaluator allows 8192).
+JUDGE_MAX_TOKENS = 8192
+
+
+# vLLM 0.10-0.11 (vllm/entrypoints/openai/serving_engine.py, _validate_input) refuses a completion limit
+# larger than what the context leaves: "'max_tokens' or 'max_completion_tokens' is too large: 8192. This
+# model's maximum context length is 4096 tokens and your request has 300 input tokens (8192 > 4096 - 300)."
+_TOO_LARGE = re.compile(r"maximum context length is (\d+) tokens and your request has (\d+) input tokens", re.I)
+
+
+def completion_room(message: str) -> int | None:
+    """The completion limit a small-context server can take, from its refusal of a larger one."""
+    match = _TOO_LARGE.search(message)
+    room = int(match.group(1)) - int(match.group(2)) if match else 0
+    return room if room > 0 else None
+
+
 def parse_judgement(text: str) -> tuple[bool | None, str]:
-    """(True/False, reason) from `<judge>Yes|No</judge><reason>..</reason>`; None when absent or ambiguous."""
+    """(True/False, reason) from `<judge>Yes|No</judge><reason>..</reason>`; None when absent or ambiguous.
+    A thinking judge's thought is skipped: only the text after its last `</think>` counts."""
+    lowered = text.lower()
+    if "</think>" in lowered:
+        text = text[lowered.rfind("</think>") + len("</think>"):]
     found = {m.lower() for m in _VERDICT.findall(text)}
     reason = _REASON.search(text)
     if len(found) != 1:
@@ -182,8 +203,12 @@ class LLMJudge(ModelJudge):
                 "evidence": self.evidence is not None}
 
     async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
-        """The correctness verdict, then (tool settings, correct answers) whether the evidence supports it."""
-        verdict = await self.judge_answer(episode, blobs)
+        """The correctness verdict, then (tool settings, correct answers) whether the evidence supports it;
+        `usage` holds the tokens of the correctness calls."""
+        spent: list[Usage] = []
+        verdict = await self.judge_answer(episode, blobs, spent)
+        if spent:
+            verdict.usage = sum(spent[1:], spent[0])
         if self.evidence is None:
             return verdict
         return await self.evidence.check(verdict, episode, verdict.extracted or "", blobs, judge_image_jpeg)
@@ -200,7 +225,8 @@ class LLMJudge(ModelJudge):
         data = base64.b64encode(judge_image_jpeg(blobs.get(episode.images[0]))).decode()
         return {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{data}"}}
 
-    async def _ask(self, episode: Episode, truth: str, answer: str, image: dict[str, Any] | None) -> str:
+    async def _ask(self, episode: Episode, truth: str, answer: str, image: dict[str, Any] | None,
+                   spent: list[Usage] | None = None) -> str:
         key = text_hash(self.config.model, PROMPT_HASH, episode.task.question, truth, answer,
                         str(image is not None) + (episode.images[0] if image is not None else ""))
         cached = self.cache.get(key)
@@ -209,12 +235,28 @@ class LLMJudge(ModelJudge):
         user = USER_PROMPT.format(question=episode.task.question, truth=truth, answer=answer)
         content: Any = [{"type": "text", "text": user}, image] if image is not None else user
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": content}]
-        response = await self.endpoint.chat(messages, temperature=0)
+        try:
+            response = await self.endpoint.chat(messages)
+        except RejectedError as exc:
+            room = completion_room(exc.server_message)
+            if room is None:
+                raise
+            field = self.config.token_param
+            if field == "auto":
+                field = "max_completion_tokens" if REASONING_MODEL.match(self.config.model) else "max_tokens"
+            response = await self.endpoint.chat(messages, **{field: room})
+        if spent is not None:
+            spent.append(response.usage)
+        if response.finish_reason == "length":
+            raise EndpointError(f"{self.config.where()}: the judge's reply was cut at its token limit "
+                                f"(max_tokens={self.config.max_tokens}, finish_reason length); raise it with "
+                                "--judge-option max_tokens=N")
         if parse_judgement(response.content)[0] is not None:
             await self.cache.put(key, response.content)
         return response.content
 
-    async def judge_answer(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
+    async def judge_answer(self, episode: Episode, blobs: BlobStore | None = None,
+                           spent: list[Usage] | None = None) -> Verdict:
         answer = self.candidate(episode)
         base = dict(judge_model=self.config.model, prompt_hash=PROMPT_HASH, extracted=answer)
         if answer is None:
@@ -234,7 +276,7 @@ class LLMJudge(ModelJudge):
         reason = ""
         for truth in episode.task.answers:
             try:
-                output = await self._ask(episode, truth, answer, image)
+                output = await self._ask(episode, truth, answer, image, spent)
             except EndpointError as exc:
                 return self.verdict(episode, score=0.0, correct=False, error=str(exc), raw="\n".join(outputs), **base)
             outputs.append(output)
@@ -256,8 +298,12 @@ class LLMJudge(ModelJudge):
 @register_judge("llm")
 def llm(model: str, base_url: str, api_key_env: str | None = None, with_image: bool = True,
         rules: str = "published", evidence: bool = True, cache_path: str | None = None, timeout: float = 120.0, max_retries: int = 4,
-        retry_initial: float = 1.0, max_tokens: int | None = 512) -> LLMJudge:
+        retry_initial: float = 1.0, max_tokens: int | None = JUDGE_MAX_TOKENS, temperature: float | None = 0.0,
+        token_param: str = "auto", reasoning_effort: str | None = None) -> LLMJudge:
+    """`temperature` and `max_tokens` are sent only when not None (`--judge-option temperature=null`);
+    OpenAI reasoning models never get a temperature and get `max_completion_tokens`."""
     endpoint = EndpointConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout=timeout,
-                              max_retries=max_retries, retry_initial=retry_initial, temperature=0.0,
-                              max_tokens=max_tokens)
+                              max_retries=max_retries, retry_initial=retry_initial, temperature=temperature,
+                              max_tokens=max_tokens, token_param=token_param,  # type: ignore[arg-type]
+                              reasoning_effort=reasoning_effort)
     return LLMJudge(endpoint, with_image=with_image, cache_path=cache_path, rules=rules, evidence=evidence)

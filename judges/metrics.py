@@ -146,8 +146,8 @@ def outcomes(rows: list[Row]) -> dict[str, Any]:
 def resources(rows: list[Row]) -> dict[str, Any]:
     """Average prompt and completion tokens and seconds per episode."""
     episodes = [e for e, _ in rows]
-    return {"avg_prompt_tokens": round(_mean([float(e.totals.prompt_tokens) for e in episodes]) or 0.0, 2),
-            "avg_completion_tokens": round(_mean([float(e.totals.completion_tokens) for e in episodes]) or 0.0, 2),
+    return {"avg_prompt_tokens": round(_mean([float(e.totals.prompt_tokens or 0) for e in episodes]) or 0.0, 2),
+            "avg_completion_tokens": round(_mean([float(e.totals.completion_tokens or 0) for e in episodes]) or 0.0, 2),
             "avg_seconds": round(_mean([e.totals.seconds for e in episodes]) or 0.0, 4)}
 
 

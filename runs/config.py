@@ -10,10 +10,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from arena.budget import Budget
+from arena.redact import redact_text
 from arena.tool import ToolOptions
 
 _SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)
-_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^/@\s]+@", re.I)
 
 
 class AgentChoice(BaseModel):
@@ -78,6 +78,10 @@ class RunConfig(BaseModel):
     ray_workers: int | None = Field(None, ge=1)
     endpoint_limits: dict[str, EndpointLimit] = Field(default_factory=dict)
     fork: ForkSource | None = None
+    retry_errors: bool = False
+    fail_fast: int = Field(3, ge=0)
+    price: list[float] | None = Field(None, min_length=2, max_length=2)
+    max_cost: float | None = Field(None, gt=0)
 
     def agent_choices(self) -> list[AgentChoice]:
         """The grid's agents: `agents` when given, else the single `agent` with `agent_options`."""
@@ -92,7 +96,8 @@ class RunConfig(BaseModel):
     def grid_fingerprint(self) -> str:
         """Hash of what decides the episodes (not concurrency, scheduling, output place or judge)."""
         keep = self.model_dump(mode="json", exclude={"concurrency", "out", "run_id", "judge", "judge_options",
-                                                     "backend", "ray_address", "ray_workers", "endpoint_limits"})
+                                                     "backend", "ray_address", "ray_workers", "endpoint_limits",
+                                                     "retry_errors", "fail_fast", "price", "max_cost"})
         for name in ("agents", "prefix_sharing", "fork"):
             if keep.get(name) in (None, []):
                 keep.pop(name, None)
@@ -103,17 +108,15 @@ class RunConfig(BaseModel):
 
 
 def redact(value: Any, key: str = "") -> Any:
-    """Mask values of secret-looking keys (names of environment variables are kept) and the
-    `user:password@` part of URLs."""
+    """Mask values of secret-looking keys (names of environment variables are kept) and credentials
+    in URLs (userinfo, `key=`/`token=`... query parameters)."""
     if isinstance(value, dict):
-        return {k: redact(v, k) for k, v in value.items()}
+        return {redact_text(k): redact(v, k) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v, key) for v in value]
     if key and _SECRET.search(key) and not key.endswith("_env") and isinstance(value, str) and value:
         return "***"
-    if isinstance(value, str) and "@" in value:
-        return _USERINFO.sub(r"\1***@", value)
-    return value
+    return redact_text(value) if isinstance(value, str) else value
 
 
 def slug(text: str) -> str:

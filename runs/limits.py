@@ -113,5 +113,11 @@ class LimitedAgent(Agent):
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
 
+    def learned_limits(self) -> dict[str, Any]:
+        return self.inner.learned_limits()
+
+    def apply_limits(self, limits: dict[str, Any]) -> None:
+        self.inner.apply_limits(limits)
+
     async def aclose(self) -> None:
         await self.inner.aclose()

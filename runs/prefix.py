@@ -55,7 +55,7 @@ class Derivation:
 
 
 def derive(source: Episode, max_rounds: int) -> Derivation:
-    if source.finish_reason == "error":
+    if source.finish_reason in ("error", "rejected", "context_overflow"):
         return Derivation("error", [])
     if max_rounds >= source.budget.max_rounds:
         raise ValueError(f"a budget of {max_rounds} rounds cannot be derived from {source.key} "
@@ -87,7 +87,7 @@ def failed_episode(source: Episode, *, key: str, max_rounds: int, seed: int) -> 
     return Episode(
         id=uuid.uuid4().hex, run_id=source.run_id, key=key, task=source.task, agent=source.agent,
         setting=source.setting, tools=source.tools, budget=source.budget.model_copy(update={"max_rounds": max_rounds}),
-        seed=seed, repeat=source.repeat, finish_reason="error", started_at=source.started_at,
+        seed=seed, repeat=source.repeat, finish_reason=source.finish_reason, started_at=source.started_at,
         error=f"derived from {source.key}, which failed: {reason}",
         meta={**link(source, 0), "model_calls": 0},
     )

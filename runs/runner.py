@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from arena.trajectory import Episode, Step
+from arena.trajectory import Episode, Step, Usage
 from arena.verdict import Verdict
 from judges.metrics import AUTO, judge_for, judge_for_task, summarize
 
@@ -28,7 +28,9 @@ from .judging import Judges
 from .limits import endpoint_of
 from .prefix import copied_episode, derive, failed_episode, model_call_counts
 from .prefix import link as prefix_link
+from .pricing import price_of, usage_cost
 from .ray_backend import RayBackend
+from .stops import RunStops
 from .store import RunStore
 from .sweep import Cell, Family, grid_size, plan
 from .workbench import EpisodeJob, Workbench
@@ -151,8 +153,22 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
         if config.fork is not None:
             prefix, link = fork_prefix(config.fork, store)
             store.update_info({"forked_from": link})
+        learned = store.info().get("learned_limits") or {}
+        for agent in bench.agents:
+            agent.apply_limits(learned.get(agent.id) or {})
         backend = make_backend(config, bench, run_id, store)
-        done = {e.key: e for e in store.episodes() if e.finish_reason != "error"}
+        retried = ("error", "rejected", "context_overflow") if config.retry_errors else ("error",)
+        done = {e.key: e for e in store.episodes() if e.finish_reason not in retried}
+        prices = {a.id: price_of((a.describe().get("endpoint") or {}).get("model"), config.price)
+                  for a in bench.agents}
+        stops = RunStops(threshold=config.fail_fast or 10**9, max_cost=config.max_cost)
+        tasks: list[asyncio.Future] = []
+
+        def save_learned() -> None:
+            now = {a.id: a.learned_limits() for a in bench.agents if a.learned_limits()}
+            if now and now != learned:
+                learned.update(now)
+                store.update_info({"learned_limits": dict(learned)})
         families = plan(bench)
         judge_name = config.judge or AUTO
         judge_endpoint = endpoint_of(config.judge_options)
@@ -176,11 +192,19 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             return verdict
 
         async def record(episode: Episode) -> Episode:
+            cost = usage_cost(_usage_of(episode), prices.get(episode.agent))
+            if cost is not None:
+                episode.meta["cost"] = round(cost, 8)
             try:
                 store.append_episode(episode)
             except (OSError, ValueError) as exc:  # the other episodes go on; the exit status says so
                 unwritten.append(f"episode {episode.key}: {type(exc).__name__}: {exc}")
                 return episode
+            save_learned()
+            if stops.observe(episode, usage_cost(_spent_usage(episode), prices.get(episode.agent))):
+                for task in tasks:
+                    if task is not asyncio.current_task():
+                        task.cancel()
             async with slots:
                 verdict = await judge_and_store(episode)
             if progress:
@@ -221,23 +245,93 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             if progress:
                 progress(episode, verdict)
 
-        await asyncio.gather(*(run_family(f) for f in families), *(rejudge(e) for e in unjudged))
+        tasks.extend(asyncio.ensure_future(c) for c in [*(run_family(f) for f in families),
+                                                        *(rejudge(e) for e in unjudged)])
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        failures = [o for o in outcomes if isinstance(o, BaseException) and not isinstance(o, asyncio.CancelledError)]
+        if failures:
+            raise failures[0]
+        if stops.message is None and any(isinstance(o, asyncio.CancelledError) for o in outcomes):
+            raise asyncio.CancelledError()
+        save_learned()
         episodes, verdicts = store.episodes(), store.verdicts()
         summary = summarize(episodes, verdicts, judge_name)
         summary.update({"run_id": run_id, "judges": judges.describe(), "model_calls": model_call_counts(episodes)})
-        if info["warnings"]:
-            summary["warnings"] = info["warnings"]
+        add_costs(summary, episodes, prices)
+        add_judge_usage(summary, verdicts, price_of(config.judge_options.get("model")))
+        if learned:
+            summary["learned_limits"] = learned
+        if stops.message:
+            summary["stopped"] = stops.message
+        warnings = info["warnings"] + truncation_warnings(episodes)
+        if warnings:
+            summary["warnings"] = warnings
         if config.shares_prefixes():
             summary["prefix_sharing"] = True
         store.write_summary(summary)
         recorded = {e.key for e in episodes}
         return RunResult(run_dir=store.dir, run_id=run_id, summary=summary, episodes=episodes, verdicts=verdicts,
-                         ran=missing, grid=grid_size(families), unwritten=unwritten,
+                         ran=missing, grid=grid_size(families), unwritten=unwritten, stopped=stops.message,
                          unrecorded=sum(1 for f in families for c in f.cells if c.key not in recorded))
     finally:
         await judges.aclose()
         if backend is not None:
             await backend.aclose()
+
+
+def _usage_of(episode: Episode) -> Usage:
+    t = episode.totals
+    return Usage(prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens)
+
+
+def _spent_usage(episode: Episode) -> Usage:
+    """Tokens of the model calls this episode made itself (a prefix-shared or forked episode reuses the
+    calls of its prefix: `meta.model_calls` counts only its own)."""
+    calls = episode.meta.get("model_calls")
+    steps = episode.steps if not isinstance(calls, int) else episode.steps[len(episode.steps) - calls:] if calls else []
+    return sum((s.usage for s in steps), Usage())
+
+
+def add_costs(summary: dict[str, Any], episodes: list[Episode], prices: dict[str, Any]) -> None:
+    """Dollar cost per group (`cost`: its episodes' transcripts) and of the run (`cost` at the top: each
+    model call once, so prefix-shared budgets are not paid twice), from tokens and the price in run.json;
+    absent where the agent has no price or its server reported no tokens."""
+    per_group: dict[tuple, list[float | None]] = {}
+    for e in episodes:
+        per_group.setdefault((e.agent, e.setting, e.budget.max_rounds), []).append(
+            usage_cost(_usage_of(e), prices.get(e.agent)))
+    for group in summary.get("groups", []):
+        known = [c for c in per_group.get((group["agent"], group["setting"], group["max_rounds"]), []) if c is not None]
+        if known:
+            group["cost"] = round(sum(known), 6)
+    spent = [c for e in episodes if (c := usage_cost(_spent_usage(e), prices.get(e.agent))) is not None]
+    if spent:
+        summary["cost"] = round(sum(spent), 6)
+
+
+def truncation_warnings(episodes: list[Episode], ratio: float = 0.75, floor: int = 1000) -> list[str]:
+    """Agents whose server counted far fewer prompt tokens than the arena sent (estimate): the server
+    probably cut the prompt without saying so (Ollama truncates to its num_ctx)."""
+    worst: dict[str, tuple[int, int, int]] = {}
+    for e in episodes:
+        for s in e.steps:
+            served, sent = s.usage.prompt_tokens, s.input.token_estimate
+            if served is not None and sent >= floor and served < ratio * sent:
+                n, low, high = worst.get(e.agent, (0, served, sent))
+                worst[e.agent] = (n + 1, served, sent) if served / sent < low / high else (n + 1, low, high)
+    return [f"{agent}: in {n} turn(s) the server counted far fewer prompt tokens than were sent (e.g. {low} vs "
+            f"an estimated {high}); it may be truncating prompts silently (Ollama: raise num_ctx)"
+            for agent, (n, low, high) in sorted(worst.items())]
+
+
+def add_judge_usage(summary: dict[str, Any], verdicts: list[Verdict], price: tuple[float, float] | None) -> None:
+    """Tokens of the judges' own calls (`judge_tokens`) and their cost (`judge_cost`, None when unpriced)."""
+    used = [v.usage for v in verdicts if v.usage is not None]
+    if not used:
+        return
+    total = sum(used[1:], used[0])
+    summary["judge_tokens"] = total.model_dump()
+    summary["judge_cost"] = usage_cost(total, price)
 
 
 def run(config: RunConfig, **kwargs: Any) -> RunResult:

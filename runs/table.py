@@ -24,16 +24,22 @@ def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
                           ("calls", "right"), ("rounds", "right"), ("util %", "right"), ("invalid", "right"),
                           ("finish", "left")]:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    costed = any(g.get("cost") is not None for g in summary.get("groups", []))
+    if costed:
+        table.add_column("cost $", justify="right")
     for g in summary.get("groups", []):
         pass1 = fmt(g["pass1"])
         if g.get("repeats", 1) > 1:
             pass1 += f" ± {fmt(g['pass1_std'])}"
         levels = g.get("levels", {})
         finish = " ".join(f"{k}:{v}" for k, v in g.get("finish_reasons", {}).items())
-        table.add_row(g["agent"], g["setting"], str(g["max_rounds"]), str(g["episodes"]), pass1,
-                      fmt(levels.get("L1")), fmt(levels.get("L2")), fmt(levels.get("L3")),
-                      fmt(g["avg_tool_calls"]), fmt(g["avg_rounds"]), fmt(g["tool_utilisation"]),
-                      str(g["invalid_calls"]), finish)
+        cells = [g["agent"], g["setting"], str(g["max_rounds"]), str(g["episodes"]), pass1,
+                 fmt(levels.get("L1")), fmt(levels.get("L2")), fmt(levels.get("L3")),
+                 fmt(g["avg_tool_calls"]), fmt(g["avg_rounds"]), fmt(g["tool_utilisation"]),
+                 str(g["invalid_calls"]), finish]
+        if costed:
+            cells.append(fmt(g.get("cost"), 4))
+        table.add_row(*cells)
     return table
 
 

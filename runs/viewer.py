@@ -83,6 +83,18 @@ def step_view(step, context: list[str]) -> dict[str, Any]:
         "action": step.action, "tool": step.tool, "answer": step.answer, "error": step.error,
         "arguments": compact_json(step.arguments) if step.arguments is not None else None,
     }
+    notes = []
+    if step.input.elided_images or step.input.elided_texts:
+        parts = ([f"img_idx {', '.join(map(str, step.input.elided_images))}"] if step.input.elided_images else []) + \
+                ([f"tool output of round(s) {', '.join(map(str, step.input.elided_texts))}"]
+                 if step.input.elided_texts else [])
+        notes.append(f"left out of the model's context: {'; '.join(parts)} ({step.input.elision_reason})")
+    if step.finish_reason == "length":
+        notes.append("the server cut this reply at its token limit (finish_reason length)")
+    if step.answer_tagged is False:
+        notes.append("the answer was not inside <answer></answer>")
+    if notes:
+        view["note"] = " · ".join(notes)
     if obs is not None:
         data = {k: v for k, v in obs.data.items() if k != "traceback"}
         view["obs"] = {"text": clip(obs.text), "images": list(obs.images), "error": obs.error,
@@ -415,6 +427,7 @@ function stepView(s) {
       d.append(el("div", null, "crop box on its source image:"), shot);
     }
   }
+  if (s.note) d.append(el("p", null, s.note));
   if (s.error) d.append(el("p", "err", "error: " + s.error));
   if (s.obs) {
     d.append(el("pre", s.obs.error ? "err" : null, s.obs.text));

@@ -6,6 +6,7 @@ job described by names (`EpisodeJob`) means the same episode everywhere.
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any, Literal
 
@@ -89,7 +90,10 @@ class Workbench:
         for choice in config.agent_choices():
             if choice.agent not in AGENTS:
                 raise ValueError(f"unknown agent {choice.agent!r}; known: {', '.join(sorted(AGENTS))}")
-            agent = call_with_options(AGENTS[choice.agent], choice.options, f"agent {choice.agent!r}")
+            options = dict(choice.options)
+            if "pool_size" not in options and "pool_size" in inspect.signature(AGENTS[choice.agent]).parameters:
+                options["pool_size"] = config.concurrency  # connections sized to the episodes in flight
+            agent = call_with_options(AGENTS[choice.agent], options, f"agent {choice.agent!r}")
             self.agents.append(LimitedAgent(agent, self.gate, endpoint_of(choice.options)))
         ids = [a.id for a in self.agents]
         clashes = sorted({i for i in ids if ids.count(i) > 1})

@@ -61,7 +61,8 @@ def test_server_errors_and_timeouts_end_episodes_with_error_then_resume_retries(
     with OpenAIStub(flaky) as server:
         first = run(config(server, tiny_data, tmp_path, run_id="r"))
         assert {e.finish_reason for e in first.episodes} == {"error"}
-        assert all("InternalServerError" in e.error and "after 3 attempts" in e.error for e in first.episodes)
+        assert all("HTTP 500" in e.error and "scripted failure" in e.error and "after 3 attempts" in e.error
+                   and server.base_url in e.error for e in first.episodes)
         assert len(server.requests) == 2 * 3
 
         state["mode"] = "slow"

@@ -100,7 +100,7 @@ def test_failed_source_fails_its_derived_budgets_and_resume_retries_them(sweep_d
     down = {"on": True}
 
     def flaky(request):
-        return Reply(status=400, error="bad request") if down["on"] else policy(request)
+        return Reply(status=503, error="overloaded") if down["on"] else policy(request)
 
     with OpenAIStub(flaky) as server:
         config = policy_config(sweep_data, server.base_url, tmp_path / "logs", run_id="flaky", max_rounds=[6, 10])

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from runs.config import RunConfig
 from runs.runner import RunResult, execute
+from runs.stops import FAILED
 from runs.table import suite_headlines, summary_table, support_lines
 
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -87,19 +88,28 @@ def run_problems(result: RunResult) -> list[str]:
         missing = f"{result.unrecorded} of {result.grid} episode(s) have no record"
         problems.append(f"the run stopped early: {result.stopped}; {missing}" if result.stopped
                         else f"the run stopped early: {missing}")
-    errored = sum(1 for e in result.episodes if e.finish_reason == "error")
-    if result.episodes and errored == len(result.episodes):
+    failed = sum(1 for e in result.episodes if e.finish_reason in FAILED)
+    if result.episodes and failed == len(result.episodes):
         first = (result.episodes[0].error or "").splitlines()[0][:200] if result.episodes[0].error else ""
-        problems.append(f"every episode ({errored}) ended with an error, e.g. {first}")
+        problems.append(f"every episode ({failed}) failed (error, rejected or context overflow), e.g. {first}")
     if result.unwritten:
         problems.append(f"{len(result.unwritten)} record(s) could not be written, first: {result.unwritten[0]}")
     return problems
 
 
+def cost_lines(summary: dict[str, Any]) -> list[str]:
+    """The run's cost in dollars, agents and judge, when a price is known for either."""
+    if summary.get("cost") is None and summary.get("judge_cost") is None:
+        return []
+    parts = [f"agents ${summary['cost']:.4f}" if summary.get("cost") is not None else "agents: no price",
+             f"judge ${summary['judge_cost']:.4f}" if summary.get("judge_cost") is not None else None]
+    return ["cost: " + ", ".join(p for p in parts if p)]
+
+
 def finish_run(result: RunResult, lines: Sequence[str] = ()) -> None:
     """Print the result and `lines`; then one line per problem, and exit with status 1 when there are any."""
     print_result(result)
-    for line in lines:
+    for line in [*cost_lines(result.summary), *lines]:
         console.print(line, highlight=False)
     problems = run_problems(result)
     for problem in problems:

@@ -15,6 +15,7 @@ from arena.tool import ToolOptions
 from runs.config import AgentChoice, EndpointLimit, RunConfig
 from runs.fork import fork_config
 from runs.plugins import accepted_options, load_plugins
+from runs.pricing import parse_price
 from runs.rejudge import rejudge
 from runs.replay import check_episode, show_episode
 from runs.report import build_report
@@ -86,8 +87,24 @@ def run_grid(
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1."),
     api_key_env: Optional[str] = typer.Option(None, help="Environment variable holding the API key (never stored)."),
     tool_mode: str = typer.Option("xml", help="xml (Qwen/Hermes <tool_call>, VistaArena) or native (tools= API)."),
-    temperature: float = typer.Option(0.7, help="Sampling temperature of the agent (paper: 0.7)."),
+    temperature: Optional[float] = typer.Option(None, help="Sampling temperature of the agent (default: not sent, "
+                                                "the server's default; paper: 0.7)."),
     max_tokens: Optional[int] = typer.Option(None, help="Max completion tokens per turn."),
+    token_param: str = typer.Option("auto", help="Field for --max-tokens: auto (max_completion_tokens for OpenAI "
+                                    "o-series/gpt-5, else max_tokens), max_tokens or max_completion_tokens."),
+    reasoning_effort: Optional[str] = typer.Option(None, help="reasoning_effort sent to reasoning models "
+                                                   "(low, medium, high)."),
+    max_images: Optional[int] = typer.Option(None, help="Images per request: older returned images are replaced by "
+                                             "a placeholder (default: learned from the server's errors)."),
+    max_context_tokens: Optional[int] = typer.Option(None, help="Estimated prompt tokens per request: oldest "
+                                                     "observation images, then texts, are left out."),
+    strict_answers: bool = typer.Option(False, help="Ask once for <answer> when a reply has neither a tool call "
+                                        "nor an <answer> tag (original: the reply is the answer)."),
+    parallel_tool_calls: Optional[bool] = typer.Option(None, "--parallel-tool-calls/--no-parallel-tool-calls",
+                                                       help="Send parallel_tool_calls in native mode (default: "
+                                                       "not sent)."),
+    image_detail: Optional[str] = typer.Option(None, help="OpenAI image detail: low, high or auto (default: not "
+                                               "sent)."),
     timeout: float = typer.Option(120.0, help="Per-request timeout in seconds."),
     image_max_pixels: int = typer.Option(1280 * 28 * 28, help="max_pixels of smart_resize for images sent to the "
                                          "model."),
@@ -129,6 +146,12 @@ def run_grid(
     run_id: Optional[str] = typer.Option(None, help="Run id (default: derived from data, agents and grid)."),
     out: Path = typer.Option(Path("logs"), help="Directory of run directories."),
     force: bool = typer.Option(False, help="Continue a run whose configuration changed."),
+    retry_errors: bool = typer.Option(False, help="Also play again episodes the server rejected (rejected, "
+                                      "context_overflow); transient errors are always retried."),
+    price: Optional[str] = typer.Option(None, help="Agent price IN,OUT in dollars per million prompt/completion "
+                                        "tokens (default: the table of known models)."),
+    max_cost: Optional[float] = typer.Option(None, help="Stop the run once its recorded cost reaches this many "
+                                             "dollars."),
 ) -> None:
     """Run (or resume) an evaluation grid in one run directory: tasks x settings x budgets x repeats x
     agents/models. `run` and `sweep` are the same command."""
@@ -136,7 +159,11 @@ def run_grid(
     load_plugins()
     offered = {"base_url": base_url, "api_key_env": api_key_env, "tool_mode": tool_mode, "temperature": temperature,
                "max_tokens": max_tokens, "timeout": timeout, "image_max_pixels": image_max_pixels,
-               "script": str(script) if script else None}
+               "script": str(script) if script else None,
+               "token_param": token_param if token_param != "auto" else None, "reasoning_effort": reasoning_effort,
+               "max_images": max_images, "max_context_tokens": max_context_tokens,
+               "strict_answers": strict_answers or None, "parallel_tool_calls": parallel_tool_calls,
+               "image_detail": image_detail}
     choices = agent_choices(split_values(agent), split_values(model), offered, parse_kv(agent_option, "--agent-option"))
     judge_options = {k: v for k, v in {"model": judge_model, "base_url": judge_base_url,
                                        "api_key_env": judge_api_key_env,
@@ -158,7 +185,8 @@ def run_grid(
                                      **parse_kv(tool_option, "--tool-option")),
             budget=Budget(final_answer_turn=final_answer_turn, on_invalid="stop" if stop_on_invalid else "observe"),
             show_budget=show_budget, limit=limit,
-            task_ids=task or None, run_id=run_id, out=str(out),
+            task_ids=task or None, run_id=run_id, out=str(out), retry_errors=retry_errors,
+            price=list(parse_price(price)) if price else None, max_cost=max_cost,
         )
         result = execute_with_progress(config, force=force)
     except (ValueError, RuntimeError, OSError) as exc:
@@ -174,7 +202,8 @@ def resume(run_dir: Path,
            concurrency: Optional[int] = typer.Option(None, help="Episodes in flight (default: as recorded)."),
            backend: Optional[str] = typer.Option(None, help="asyncio or ray (default: as recorded)."),
            ray_address: Optional[str] = typer.Option(None),
-           force: bool = typer.Option(False, help="Continue even if the recorded configuration does not match.")
+           force: bool = typer.Option(False, help="Continue even if the recorded configuration does not match."),
+           retry_errors: bool = typer.Option(False, help="Also play again episodes the server rejected.")
            ) -> None:
     """Finish a run: skip finished episodes, retry errored ones, judge what lacks a verdict."""
     store = RunStore(run_dir)
@@ -192,6 +221,8 @@ def resume(run_dir: Path,
     for name, value in (("concurrency", concurrency), ("backend", backend), ("ray_address", ray_address)):
         if value is not None:
             update[name] = value
+    if retry_errors:
+        update["retry_errors"] = True
     config = RunConfig.model_validate({**config.model_dump(), **update})
     try:
         result = execute_with_progress(config, force=force)
@@ -337,7 +368,7 @@ def fork(run_dir: Path,
          base_url: Optional[str] = typer.Option(None),
          api_key_env: Optional[str] = typer.Option(None),
          tool_mode: str = typer.Option("xml"),
-         temperature: float = typer.Option(0.7),
+         temperature: Optional[float] = typer.Option(None),
          script: Optional[Path] = typer.Option(None, help="Action script for --agent scripted."),
          agent_option: list[str] = typer.Option([], help="Extra agent option key=value."),
          repeats: int = typer.Option(1, help="Continuations to sample."),

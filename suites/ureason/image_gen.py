@@ -35,11 +35,18 @@ from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from arena.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
-from arena.endpoint import Endpoint, EndpointConfig, EndpointError, is_transient
+from arena.endpoint import Endpoint, EndpointConfig, EndpointError
 from arena.images import ImageError, decode_image
 from suites.ureason.loader import SETTINGS, extract_refined_prompt
 from arena.tool import Tool, ToolContext, ToolError, ToolResult, register_tool
 from arena.trajectory import Usage
+
+
+def sdk_transient(exc: BaseException) -> bool:
+    """OpenAI SDK errors worth retrying: connection errors, timeouts, 408/409/429 and 5xx."""
+    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):
+        return True
+    return isinstance(exc, openai.APIStatusError) and (exc.status_code in (408, 409, 429) or exc.status_code >= 500)
 
 
 class GenerateImageArgs(BaseModel):
@@ -79,7 +86,7 @@ class GenerateImageTool(Tool):
         try:
             async for attempt in AsyncRetrying(stop=stop_after_attempt(int(self._setting("images_max_retries", 3)) + 1),
                                                wait=wait_exponential_jitter(initial=1.0, max=30.0),
-                                               retry=retry_if_exception(is_transient), reraise=True):
+                                               retry=retry_if_exception(sdk_transient), reraise=True):
                 with attempt:
                     result = await client.images.generate(**params)
         except openai.OpenAIError as exc:

@@ -37,7 +37,7 @@ import orjson
 
 from arena.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
 from arena.context_image import ContextImage
-from arena.endpoint import ChatResponse, Endpoint, EndpointConfig, EndpointError, RejectedError
+from endpoints.client import ChatResponse, Endpoint, EndpointConfig, EndpointError, RejectedError
 from arena.images import IMAGE_FACTOR, MIN_PIXELS, smart_resize
 from arena.protocol import parse_response
 from arena.tool import tools_prompt_block

@@ -21,7 +21,7 @@ import unicodedata
 from typing import Any
 
 from arena.blobs import BlobStore
-from arena.endpoint import Endpoint, EndpointError
+from endpoints.client import Endpoint, EndpointError
 from arena.judge import text_hash
 from arena.trajectory import Episode
 from arena.verdict import Verdict

@@ -30,7 +30,7 @@ from typing import Any
 from PIL import Image
 
 from arena.blobs import BlobStore
-from arena.endpoint import REASONING_MODEL, Endpoint, EndpointConfig, EndpointError, RejectedError
+from endpoints.client import REASONING_MODEL, Endpoint, EndpointConfig, EndpointError, RejectedError
 from arena.judge import Judge, register_judge, text_hash
 from arena.trajectory import Episode, Usage
 from arena.verdict import Verdict

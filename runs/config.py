@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from arena.budget import Budget
-from arena.redact import redact_text
+from endpoints.redact import redact_text
 from arena.tool import ToolOptions
 
 _SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)

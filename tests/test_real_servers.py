@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from arena.budget import Budget
 from runs.cli.main import app
-from arena.endpoint import Endpoint, EndpointConfig, RejectedError, TransientEndpointError
+from endpoints.client import Endpoint, EndpointConfig, RejectedError, TransientEndpointError
 from arena.task import TaskRef
 from arena.trajectory import Episode
 from judges.llm import llm

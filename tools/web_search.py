@@ -13,7 +13,7 @@ image index. What one text search does, after VistaArena (PROTOCOLS.md §1):
    `page_max_chars`), falling back to the listing's snippet when the page fails;
 3. each page summarised in at most five sentences with the query in mind: by a
    summariser model when `summarizer_model` and `summarizer_base_url` are set
-   (OpenAI-compatible, via `arena.endpoint`), followed by one summary over all
+   (OpenAI-compatible, via `endpoints.client`), followed by one summary over all
    results; else extractively (the sentences sharing most query terms).
 
 `image_search_tool` in mode `web` (`--image-search web`) is a text-to-image
@@ -46,7 +46,7 @@ import httpx
 from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_random
 
-from arena.endpoint import Endpoint, EndpointConfig, EndpointError
+from endpoints.client import Endpoint, EndpointConfig, EndpointError
 from arena.images import ImageError, decode_image
 from arena.tool import ToolError, ToolOptions, ToolResult
 from tools.cassette import Cassette, Recorded, normalize_text, normalize_url, validate_mode

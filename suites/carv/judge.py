@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena.blobs import BlobStore
-from arena.endpoint import EndpointConfig, EndpointError
+from endpoints.client import EndpointConfig, EndpointError
 from arena.judge import Judge, register_judge, text_hash
 from suites.carv.loader import NO_RESULT, PROPERTIES
 from arena.trajectory import Episode

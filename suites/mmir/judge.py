@@ -25,7 +25,7 @@ from collections import defaultdict
 from typing import Any
 
 from arena.blobs import BlobStore
-from arena.endpoint import Endpoint, EndpointConfig, EndpointError
+from endpoints.client import Endpoint, EndpointConfig, EndpointError
 from arena.judge import Judge, register_judge, text_hash
 from suites.mmir.loader import parse_task_id
 from arena.trajectory import Episode

@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from arena.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
-from arena.endpoint import Endpoint, EndpointConfig, EndpointError
+from endpoints.client import Endpoint, EndpointConfig, EndpointError
 from arena.images import ImageError, decode_image
 from suites.ureason.loader import SETTINGS, extract_refined_prompt
 from arena.tool import Tool, ToolContext, ToolError, ToolResult, register_tool

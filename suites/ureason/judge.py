@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arena.blobs import BlobStore
-from arena.endpoint import EndpointConfig, EndpointError
+from endpoints.client import EndpointConfig, EndpointError
 from arena.judge import Judge, register_judge, text_hash
 from suites.ureason.loader import FAMILIES, SETTINGS
 from arena.trajectory import Episode, Step

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from .redact import redact_text, redact_url
-from .trajectory import Usage
+from arena.trajectory import Usage
 
 MAX_RETRY_AFTER, SHARD = 120.0, 8  # seconds; connections per httpx pool
 # OpenAI reasoning models take `max_completion_tokens` and no `temperature` (OpenAI API reference,

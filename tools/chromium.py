@@ -1,12 +1,38 @@
-"""Launching Chromium for Playwright: Debian's package when present, Playwright's own otherwise."""
+"""Launching Chromium for Playwright, contained by construction: nothing it does can leave the machine's arena.
+
+Every Chromium of the arena (the `browser` and `render` tools, world builders)
+is launched by `launch_chromium` with a deny-by-default network:
+
+- Its only proxy is a *black hole*: a loopback TCP port this process has bound
+  and never listens on, so a connection to it is refused at once and no other
+  program can take the port. `--proxy-bypass-list=<-loopback>` removes Chromium's
+  implicit loopback bypass, so 127.0.0.1 and localhost go to the black hole too.
+  A request the tools answer by route interception never reaches the proxy;
+  every other request of any kind (navigations, iframes, forms, preconnects,
+  speculative prefetches, WebSockets, TURN over TCP) dies there.
+- `--host-resolver-rules` maps every host name to "not found": no DNS query is
+  ever sent (DNS prefetch included).
+- WebRTC may not use UDP that does not go through the proxy
+  (`--force-webrtc-ip-handling-policy=disable_non_proxied_udp`), so STUN, TURN
+  over UDP and ICE checks to a remote candidate send nothing; QUIC (and with it
+  WebTransport) is off.
+- Background services that fetch on their own (component updates, sync,
+  safe browsing, translation, domain reliability, prefetch/prerender) are off.
+
+`seal_context` adds the per-context layer: every WebSocket is closed before it
+connects, RTCPeerConnection and WebTransport are removed from every frame, and
+service workers are blocked at context creation by the callers. Tests in
+tests/test_containment.py attack all of it against a TCP+UDP sink.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import shutil
+import socket
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 LAUNCH_ARGS = [
     "--headless",
@@ -16,8 +42,40 @@ LAUNCH_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection",
+    "--no-pings",
     "--no-first-run",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--disable-features=DnsOverHttps,NetworkPrediction,Prerender2,SpeculationRulesPrefetchProxy,"
+    "PreloadingHeuristics,OptimizationHints,MediaRouter,Translate,AutofillServerCommunication",
 ]
+
+SEAL_JS = """(() => {
+  for (const name of ['RTCPeerConnection', 'webkitRTCPeerConnection', 'RTCDataChannel', 'WebTransport']) {
+    try { delete globalThis[name]; } catch (e) {}
+    try { Object.defineProperty(globalThis, name, {value: undefined, configurable: false, writable: false}); }
+    catch (e) {}
+  }
+})();"""
+
+_BLACK_HOLE: socket.socket | None = None
+
+
+def black_hole_proxy() -> str:
+    """`http://127.0.0.1:<port>` of a TCP port bound by this process and never listened on (refuses everything)."""
+    global _BLACK_HOLE
+    if _BLACK_HOLE is None:
+        hole = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        hole.bind(("127.0.0.1", 0))
+        _BLACK_HOLE = hole
+    return f"http://127.0.0.1:{_BLACK_HOLE.getsockname()[1]}"
+
+
+def launch_args() -> list[str]:
+    """The arena's Chromium flags, the black-hole proxy included."""
+    return [*LAUNCH_ARGS, f"--proxy-server={black_hole_proxy()}", "--proxy-bypass-list=<-loopback>"]
 
 _CANDIDATES = ("/usr/bin/chromium", "/usr/lib/chromium/chromium", "/usr/bin/chromium-browser")
 
@@ -36,8 +94,21 @@ def chromium_executable() -> str | None:
 async def launch_chromium(playwright):
     """Launch a headless Chromium with the arena's flags; the caller closes it."""
     return await playwright.chromium.launch(
-        executable_path=chromium_executable(), args=LAUNCH_ARGS, headless=True
+        executable_path=chromium_executable(), args=launch_args(), headless=True
     )
+
+
+async def seal_context(context: Any, on_blocked: Callable[[str], None] | None = None) -> None:
+    """Close every WebSocket of `context` before it connects (reporting its URL) and remove WebRTC and
+    WebTransport from its frames. Create the context with `service_workers="block"`."""
+
+    async def refuse(ws: Any) -> None:
+        if on_blocked is not None:
+            on_blocked(ws.url)
+        await ws.close(code=1008, reason="outside the world")
+
+    await context.route_web_socket("**/*", refuse)
+    await context.add_init_script(SEAL_JS)
 
 
 class SharedChromium:

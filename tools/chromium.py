@@ -13,16 +13,19 @@ is launched by `launch_chromium` with a deny-by-default network:
 - `--host-resolver-rules` maps every host name to "not found": no DNS query is
   ever sent (DNS prefetch included).
 - WebRTC may not use UDP that does not go through the proxy
-  (`--force-webrtc-ip-handling-policy=disable_non_proxied_udp`), so STUN, TURN
+  (`--webrtc-ip-handling-policy=disable_non_proxied_udp`), so STUN, TURN
   over UDP and ICE checks to a remote candidate send nothing; QUIC (and with it
   WebTransport) is off.
 - Background services that fetch on their own (component updates, sync,
-  safe browsing, translation, domain reliability, prefetch/prerender) are off.
+  translation, domain reliability, hyperlink pings, DNS-over-HTTPS,
+  prerendering) are off.
 
 `seal_context` adds the per-context layer: every WebSocket is closed before it
 connects, RTCPeerConnection and WebTransport are removed from every frame, and
 service workers are blocked at context creation by the callers. Tests in
-tests/test_containment.py attack all of it against a TCP+UDP sink.
+tests/test_containment.py attack all of it against a TCP+UDP sink; the flags
+alone hold every vector there (checked with `seal_context` disabled), so the
+script layer is defence in depth.
 """
 
 from __future__ import annotations
@@ -43,12 +46,11 @@ LAUNCH_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--disable-domain-reliability",
-    "--disable-client-side-phishing-detection",
     "--no-pings",
     "--no-first-run",
     "--host-resolver-rules=MAP * ~NOTFOUND",
-    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
-    "--disable-features=DnsOverHttps,NetworkPrediction,Prerender2,SpeculationRulesPrefetchProxy,"
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--disable-features=DnsOverHttps,NetworkPrediction,Prerender2,"
     "PreloadingHeuristics,OptimizationHints,MediaRouter,Translate,AutofillServerCommunication",
 ]
 

@@ -7,6 +7,7 @@ import contextlib
 import io
 import math
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ MAX_PIXELS = 16384 * 28 * 28
 MAX_RATIO = 200
 
 Image.MAX_IMAGE_PIXELS = 200_000_000
+warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)  # load_image raises its own error
 MAX_SOURCE_PIXELS = 50_000_000  # larger images are decoded reduced (a 14100x14100 scan keeps 7050x7050)
 GATED_PIXELS = 16_000_000  # images larger than this decode at most two at a time, process-wide (transient RAM)
 _DECODING = threading.BoundedSemaphore(2)
@@ -97,12 +99,13 @@ def _check_limits(name: str, width: int, height: int, max_ratio: float | None) -
                          f"{max_ratio:g}:1 (Qwen-VL smart_resize)")
 
 
-def load_image(source: str | Path | bytes, name: str | None = None, max_pixels: int = MAX_SOURCE_PIXELS,
+def load_image(source: str | Path | bytes, name: str | None = None, max_pixels: int | None = None,
                max_ratio: float | None = None) -> Decoded:
     """Decode a file or bytes into "L" or "RGB", reduced on load to at most `max_pixels` (JPEG decodes
     downscaled with `draft`; other formats by an integer `reduce` right after decoding). ImageError names
     the file and the limit hit: over `Image.MAX_IMAGE_PIXELS`, aspect ratio over `max_ratio`, unreadable."""
     name = name or ("<bytes>" if isinstance(source, bytes) else str(source))
+    max_pixels = max_pixels or MAX_SOURCE_PIXELS
     try:
         with Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as im:
             full = im.size

@@ -1,7 +1,7 @@
 """`image_zoom_in_tool`: crop a region of an image in context and return it enlarged (VistaArena's crop).
 
 Differences from the original, all documented: the box is validated (empty,
-inverted or non-finite boxes are errors the model sees), `img_idx` is honoured
+inverted, non-finite or huge (|v| > 1,000,000) boxes are errors the model sees), `img_idx` is honoured
 over every image in context (0 = the task image, then each image a tool
 returned), and coordinates may be pixels instead of relative 0–1000.
 """
@@ -22,6 +22,7 @@ MIN_SIDE = 28
 FACTOR = 32
 MIN_PIXELS = 65_536
 MAX_PIXELS = 8_294_400
+MAX_COORDINATE = 1_000_000  # beyond this a box is a mistake, not an overshoot to clamp
 
 
 class CropArgs(BaseModel):
@@ -40,6 +41,9 @@ def pixel_box(bbox: list[float], width: int, height: int, relative: bool) -> tup
         raise ToolArgumentError(f"bbox_2d must have 4 numbers [x1, y1, x2, y2], got {len(bbox)}")
     if not all(math.isfinite(v) for v in bbox):
         raise ToolArgumentError(f"bbox_2d has a non-finite number: {bbox}")
+    if any(abs(v) > MAX_COORDINATE for v in bbox):
+        raise ToolArgumentError(f"bbox_2d has a number out of range: {bbox}; coordinates must lie within "
+                                f"±{MAX_COORDINATE:,}")
     x1, y1, x2, y2 = bbox
     if relative:
         x1, x2 = x1 * width / 1000.0, x2 * width / 1000.0

@@ -102,7 +102,7 @@ class ContextImage:
     came from (`task`, or the tool name). Decoding and model encoding run in a worker
     thread and are cached, so a 4K task image is decoded once however often it is
     cropped, and once for all the episodes that show it while it stays in the cache.
-    A task image's pixels may be reduced (`decoded().scale` > 1); `size` is the file's.
+    A task image's pixels may be reduced (see `decoded()`); `size` is the file's.
     """
 
     def __init__(
@@ -118,7 +118,7 @@ class ContextImage:
         self.blob_id = blob_id
         self.source = source
         self.path = path
-        self._given = Decoded(image, image.size, 1.0) if image is not None else None
+        self._given = Decoded(image, image.size) if image is not None else None
         self._full_size: tuple[int, int] | None = image.size if image is not None else None
 
     @property
@@ -131,7 +131,7 @@ class ContextImage:
         return str(self.path) if self.path is not None else f"image {self.blob_id} from {self.source}"
 
     async def decoded(self) -> Decoded:
-        """The pixels (reduced if the file is large), the full size and the scale between them."""
+        """The pixels (reduced if the file is large) and the full size of the file."""
         if self._given is not None:
             return self._given
         path = self.path

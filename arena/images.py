@@ -77,12 +77,10 @@ def smart_resize(
 
 @dataclass(frozen=True)
 class Decoded:
-    """A decoded image, reduced to at most `max_pixels` on load: `full_size` is the file's (width, height) and
-    `scale` the ratio full / decoded (1.0 when kept whole). Mode "L" (grey) or "RGB"."""
+    """A decoded image in mode "L" (grey) or "RGB", maybe reduced on load; `full_size` is the file's (width, height)."""
 
     image: Image.Image
     full_size: tuple[int, int]
-    scale: float
 
     @property
     def nbytes(self) -> int:
@@ -130,17 +128,19 @@ def load_image(source: str | Path | bytes, name: str | None = None, max_pixels: 
         if isinstance(exc, ImageError):
             raise
         raise ImageError(f"{name}: cannot decode image ({exc})") from exc
-    return Decoded(out, full, full[0] / out.width)
+    return Decoded(out, full)
 
 
 def open_image(path: str | Path) -> Image.Image:
     """Decode an image file into RGB (reduced to at most MAX_SOURCE_PIXELS); ImageError names the file."""
-    return load_image(path).image.convert("RGB")
+    image = load_image(path).image
+    return image if image.mode == "RGB" else image.convert("RGB")
 
 
 def decode_image(data: bytes, name: str = "<bytes>") -> Image.Image:
     """Decode image bytes into RGB (reduced to at most MAX_SOURCE_PIXELS); ImageError names `name`."""
-    return load_image(data, name).image.convert("RGB")
+    image = load_image(data, name).image
+    return image if image.mode == "RGB" else image.convert("RGB")
 
 
 def encode_png(image: Image.Image, level: int = 6) -> bytes:

@@ -35,7 +35,7 @@ def test_large_png_is_decoded_reduced_and_grey_stays_grey(tmp_path, monkeypatch)
     decoded = load_image(_scan(tmp_path / "scan.png", (3000, 2000)))
     assert decoded.full_size == (3000, 2000)
     assert decoded.image.mode == "L" and decoded.image.size == (1000, 667)  # reduce(3): ceil(3000/3), ceil(2000/3)
-    assert decoded.image.width * decoded.image.height <= 1_000_000 and decoded.scale == 3.0
+    assert decoded.image.width * decoded.image.height <= 1_000_000
     assert decoded.nbytes == 1000 * 667
 
 
@@ -48,16 +48,16 @@ def test_large_jpeg_is_decoded_downscaled_by_draft(tmp_path, monkeypatch):
     assert decoded.full_size == (4000, 3000) and decoded.image.mode == "RGB"
     assert decoded.image.width * decoded.image.height <= 1_000_000
     small = load_image(path, max_pixels=20_000_000)  # under the cap: kept whole
-    assert small.image.size == (4000, 3000) and small.scale == 1.0
+    assert small.image.size == (4000, 3000)
 
 
 def test_decoded_cache_honours_its_byte_budget():
     cache: LRU[str, Decoded] = LRU(100, max_bytes=2_500_000, weigh=lambda d: d.nbytes)
     for name in "abc":
-        cache.put(name, Decoded(Image.new("RGB", (1000, 333)), (1000, 333), 1.0))  # 999,000 bytes each
+        cache.put(name, Decoded(Image.new("RGB", (1000, 333)), (1000, 333)))  # 999,000 bytes each
     assert cache.get("a") is None and cache.get("b") is not None and cache.get("c") is not None
     assert cache.bytes == 2 * 999_000 <= cache.max_bytes
-    cache.put("d", Decoded(Image.new("L", (2000, 2000)), (2000, 2000), 1.0))  # over budget alone: kept alone
+    cache.put("d", Decoded(Image.new("L", (2000, 2000)), (2000, 2000)))  # over budget alone: kept alone
     assert len(cache) == 1 and cache.get("d") is not None
     assert DECODED.max_bytes is not None and DECODED.max_bytes <= 1 << 30
 

@@ -254,6 +254,7 @@ class BrowserTool(Tool):
         page = await self._open_page(state)
         assert state.router is not None
         blocked_from, dialogs_from = len(state.router.blocked), len(state.dialogs)
+        state.router.blocked_navigation = None
         notes: list[str] = []
         try:
             if args.action != "goto" and page.url in ("about:blank", ""):
@@ -267,24 +268,32 @@ class BrowserTool(Tool):
                 result.text = "\n".join([*notes, result.text])
                 return result
             notes.append(await self._act(page, state, args))
-            await self._guard(page, state, notes)
-            for attempt in range(3):  # a page that navigates by itself (meta refresh, timers) may be mid-way
-                try:
-                    result = await self.observe(page, state, notes, blocked_from, dialogs_from)
-                except PlaywrightError as exc:
-                    if "context was destroyed" not in str(exc) or attempt == 2:
-                        raise
-                    await page.wait_for_load_state("load")
-                else:
-                    if is_world_url(result.data["url"]) or result.data["url"] == "about:blank" or attempt == 2:
-                        return result
-                await self._guard(page, state, notes)
+            return await self._observe_in_world(page, state, notes, blocked_from, dialogs_from)
         except PlaywrightError as exc:
             message = str(exc).split("\n")[0]
             if "Timeout" in type(exc).__name__ or "Timeout" in message:
                 raise ToolError(f"browser action {args.action} timed out after {self.action_timeout:g} s") from None
             raise ToolError(f"browser action {args.action} failed: {message}") from None
-        raise AssertionError("unreachable")
+
+    async def _observe_in_world(self, page: Any, state: _Episode, notes: list[str], blocked_from: int,
+                                dialogs_from: int) -> ToolResult:
+        """The observation once the tab is in the world: a page that navigates by itself (meta refresh, timers)
+        may leave, or destroy the document being read, while it is observed; the last try is taken as it is."""
+        from playwright.async_api import Error as PlaywrightError
+
+        for _ in range(2):
+            await self._guard(page, state, notes)
+            try:
+                result = await self.observe(page, state, notes, blocked_from, dialogs_from)
+            except PlaywrightError as exc:
+                if "context was destroyed" not in str(exc):
+                    raise
+                await page.wait_for_load_state("load")
+                continue
+            if is_world_url(result.data["url"]) or result.data["url"] == "about:blank":
+                return result
+        await self._guard(page, state, notes)
+        return await self.observe(page, state, notes, blocked_from, dialogs_from)
 
     async def _guard(self, page: Any, state: _Episode, notes: list[str]) -> None:
         """Navigation guard: a tab that ended outside the world (an error page of a refused navigation, any

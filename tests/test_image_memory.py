@@ -111,7 +111,8 @@ def test_bad_task_images_end_the_episode_with_a_clear_error(tiny_data: Path, tmp
     scene = tiny_data.parent / "images" / "scene.png"
     if kind == "ratio":
         Image.new("RGB", (5000, 10)).save(scene)
-    elif kind == "bomb":
+    elif kind == "bomb":  # new pixels, so that no earlier test's decoded copy is in the process-wide cache
+        Image.new("RGB", (1600, 1000), (17, 99, 201)).save(scene)
         monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1_000_000)
     else:
         scene.write_bytes(scene.read_bytes()[:200])

@@ -191,9 +191,14 @@ RENDER_NO_SCRIPT["form_image_input"] = f"<form action='{TCP}/f'><input type=imag
 RENDER_NO_SCRIPT["meta_refresh_file"] = "<meta http-equiv=refresh content='0;url=file:///etc/hostname'>"
 RENDER_SCRIPT = {name: PAGES[name][0] for name in (
     "fetch", "xhr", "websocket", "eventsource", "send_beacon", "js_location", "form_autosubmit", "window_open",
-    "worker", "webrtc_stun", "webrtc_turn_udp", "webrtc_turn_tcp", "webrtc_remote_candidate", "webtransport")}
+    "worker", "webrtc_stun", "webrtc_turn_udp", "webrtc_turn_tcp", "webrtc_remote_candidate", "webtransport",
+    "file_navigation")}
+RENDER_SCRIPT["file_fetch"] = ("<p id=out>none</p><script>fetch('file:///etc/hostname').then(r => r.text())"
+                               ".then(t => { document.getElementById('out').textContent = 'READ ' + t })"
+                               ".catch(() => {})</script>")
 GOTO_OUTSIDE = ("http://127.0.0.1:{T}/", "file:///etc/hostname", "ws://127.0.0.1:{T}/", "http://world.local:{T}/",
                 "http://world.local@127.0.0.1:{T}/", "http://localhost:{T}/")
+HOSTNAME = Path("/etc/hostname").read_text().strip() or "\0"
 SETTLE = 1.5  # seconds a page keeps running after its last action (ICE gathering takes ~1 s)
 
 NAMES = (["control", "unsealed", "goto_outside"] + [f"browser-{n}" for n in PAGES]
@@ -359,7 +364,7 @@ def renders(sinks: Sinks) -> dict[str, str]:
     async def render(scripts: bool, name: str, markup: str) -> str:
         try:
             result = await tools[scripts]({"html": markup + "<p>hostile</p>", "width": 200, "height": 120}, None)
-            return result.text
+            return result.text + "\n" + " ".join(e["text"] for e in result.data["elements"])
         except ToolError as exc:  # a page that fails to render is fine; reaching the sink is not
             return f"ToolError: {exc}"
         except Exception as exc:
@@ -388,3 +393,4 @@ def renders(sinks: Sinks) -> dict[str, str]:
 def test_render_vector_reaches_nothing(name: str, sinks: Sinks, renders: dict[str, str]):
     assert not renders[name].startswith("FAILED"), renders[name]
     assert sinks.received(name) == {}, f"{name} reached the sink"
+    assert "READ" not in renders[name] and HOSTNAME not in renders[name]  # no local file was read

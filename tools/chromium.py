@@ -20,6 +20,10 @@ is launched by `launch_chromium` with a deny-by-default network:
   translation, domain reliability, hyperlink pings, DNS-over-HTTPS,
   prerendering) are off.
 
+The one exception is the live-web page fetcher of `web_search` (`--web live`, and
+recording cassettes), whose job is to read the web: it launches with
+`contained=False` (no proxy, real DNS) and filters requests itself.
+
 `seal_context` adds the per-context layer: every WebSocket is closed before it
 connects, RTCPeerConnection and WebTransport are removed from every frame, and
 service workers are blocked at context creation by the callers. Tests in
@@ -48,7 +52,6 @@ LAUNCH_ARGS = [
     "--disable-domain-reliability",
     "--no-pings",
     "--no-first-run",
-    "--host-resolver-rules=MAP * ~NOTFOUND",
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--disable-features=DnsOverHttps,NetworkPrediction,Prerender2,"
     "PreloadingHeuristics,OptimizationHints,MediaRouter,Translate,AutofillServerCommunication",
@@ -75,9 +78,12 @@ def black_hole_proxy() -> str:
     return f"http://127.0.0.1:{_BLACK_HOLE.getsockname()[1]}"
 
 
-def launch_args() -> list[str]:
-    """The arena's Chromium flags, the black-hole proxy included."""
-    return [*LAUNCH_ARGS, f"--proxy-server={black_hole_proxy()}", "--proxy-bypass-list=<-loopback>"]
+def launch_args(contained: bool = True) -> list[str]:
+    """The arena's Chromium flags; `contained` adds the black-hole proxy and the unresolvable host names."""
+    if not contained:
+        return list(LAUNCH_ARGS)
+    return [*LAUNCH_ARGS, "--host-resolver-rules=MAP * ~NOTFOUND", f"--proxy-server={black_hole_proxy()}",
+            "--proxy-bypass-list=<-loopback>"]
 
 _CANDIDATES = ("/usr/bin/chromium", "/usr/lib/chromium/chromium", "/usr/bin/chromium-browser")
 
@@ -93,10 +99,10 @@ def chromium_executable() -> str | None:
     return shutil.which("chromium")
 
 
-async def launch_chromium(playwright):
-    """Launch a headless Chromium with the arena's flags; the caller closes it."""
+async def launch_chromium(playwright, contained: bool = True):
+    """Launch a headless Chromium with the arena's flags (contained unless told otherwise); the caller closes it."""
     return await playwright.chromium.launch(
-        executable_path=chromium_executable(), args=launch_args(), headless=True
+        executable_path=chromium_executable(), args=launch_args(contained), headless=True
     )
 
 
@@ -116,9 +122,10 @@ async def seal_context(context: Any, on_blocked: Callable[[str], None] | None = 
 class SharedChromium:
     """One Chromium for a tool: launched on first use, relaunched if it died, and bound to the
     running event loop (a run in a new loop gets a new browser). `launches` counts launches,
-    so an owner can drop pages it pooled from an earlier browser."""
+    so an owner can drop pages it pooled from an earlier browser. Contained unless `contained=False`."""
 
-    def __init__(self) -> None:
+    def __init__(self, contained: bool = True) -> None:
+        self.contained = contained
         self._playwright: Any = None
         self._browser: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -137,7 +144,7 @@ class SharedChromium:
 
                 if self._playwright is None:
                     self._playwright = await async_playwright().start()
-                self._browser = await launch_chromium(self._playwright)
+                self._browser = await launch_chromium(self._playwright, self.contained)
                 self.launches += 1
         return self._browser
 

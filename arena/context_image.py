@@ -56,9 +56,6 @@ class LRU(Generic[K, V]):
                     self.max_bytes is not None and self.bytes > self.max_bytes and len(self._items) > 1):
                 self.bytes -= self._items.popitem(last=False)[1][1]
 
-    def __len__(self) -> int:
-        return len(self._items)
-
 
 DECODED: LRU[tuple, Decoded] = LRU(256, int(os.environ.get("ARENA_IMAGE_CACHE_MB", "768")) << 20,
                                    lambda d: d.nbytes)
@@ -126,10 +123,6 @@ class ContextImage:
         """(width, height) of the full image once decoded, else None."""
         return self._full_size
 
-    @property
-    def name(self) -> str:
-        return str(self.path) if self.path is not None else f"image {self.blob_id} from {self.source}"
-
     async def decoded(self) -> Decoded:
         """The pixels (reduced if the file is large) and the full size of the file."""
         if self._given is not None:
@@ -153,5 +146,5 @@ class ContextImage:
                 url = await _single_flight(("url", *key), DATA_URLS, lambda: model_data_url(
                     decoded.image, factor, min_pixels, max_pixels, decoded.full_size))
             except ImageError as exc:
-                raise ImageError(f"{self.name}: {exc}") from None
+                raise ImageError(f"{self.path or f'image {self.blob_id} from {self.source}'}: {exc}") from None
         return url

@@ -1,13 +1,8 @@
 """Images in an episode's context: decoded at most once, encoded for a model at most once per size.
 
-Decoded task images and model encodings are cached process-wide by content hash
-(blob id), so repeats, settings and budgets of the same task share the work.
-Memory is bounded: a task image is decoded reduced to at most
-`images.MAX_SOURCE_PIXELS` (its full size is kept for coordinates), and the
-decoded cache holds at most `ARENA_IMAGE_CACHE_MB` (default 768) MiB, least
-recently used first out; a context image does not pin its decoded pixels, so
-an evicted image is decoded again when next needed. Cached images are shared:
-never modify one in place.
+Decoded task images (reduced past `images.MAX_SOURCE_PIXELS`) and model encodings are cached process-wide
+by blob id in byte-bounded LRUs (`ARENA_IMAGE_CACHE_MB`, default 768); episodes do not pin decoded pixels (an
+evicted image is decoded again). Cached images are shared: never modify one in place.
 """
 
 from __future__ import annotations
@@ -48,10 +43,8 @@ class LRU(Generic[K, V]):
     def put(self, key: K, value: V) -> None:
         weight = self.weigh(value)
         with self._lock:
-            if key in self._items:
-                self.bytes -= self._items.pop(key)[1]
+            self.bytes += weight - (self._items.pop(key)[1] if key in self._items else 0)
             self._items[key] = (value, weight)
-            self.bytes += weight
             while len(self._items) > self.maxsize or (
                     self.max_bytes is not None and self.bytes > self.max_bytes and len(self._items) > 1):
                 self.bytes -= self._items.popitem(last=False)[1][1]

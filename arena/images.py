@@ -88,7 +88,7 @@ class Decoded:
 
 
 def _check_limits(name: str, width: int, height: int, max_ratio: float | None) -> None:
-    if width * height > Image.MAX_IMAGE_PIXELS:
+    if width * height > Image.MAX_IMAGE_PIXELS:  # PIL itself only warns below twice its limit
         raise ImageError(f"{name}: {width}x{height} = {width * height:,} pixels is over the limit of "
                          f"{Image.MAX_IMAGE_PIXELS:,} pixels per image (decompression-bomb guard)")
     if max_ratio is not None and max(width, height) > max_ratio * max(1, min(width, height)):
@@ -124,9 +124,9 @@ def load_image(source: str | Path | bytes, name: str | None = None, max_pixels: 
         raise ImageError(f"{name}: no such image file") from exc
     except Image.DecompressionBombError as exc:
         raise ImageError(f"{name}: over the limit of {Image.MAX_IMAGE_PIXELS:,} pixels per image ({exc})") from exc
+    except ImageError:
+        raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        if isinstance(exc, ImageError):
-            raise
         raise ImageError(f"{name}: cannot decode image ({exc})") from exc
     return Decoded(out, full)
 

@@ -316,9 +316,9 @@ class _Session:
         return await asyncio.get_running_loop().run_in_executor(self.owner.pool, fn)
 
     async def _fit(self, image: ContextImage) -> Image.Image:
-        pil = await image.pil()
+        decoded = await image.decoded()
         factor, lo, hi = self.owner.image_size
-        return await asyncio.to_thread(fit_for_model, pil, factor, lo, hi)
+        return await asyncio.to_thread(fit_for_model, decoded.image, factor, lo, hi, decoded.full_size)
 
     async def start(self, view: EpisodeView) -> None:
         """Start the smolagents run; past steps of the episode (if any) become its memory."""

@@ -1,51 +1,58 @@
 """Images in an episode's context: decoded at most once, encoded for a model at most once per size.
 
-Decoded images and model encodings are also cached process-wide by content hash
-(blob id), so repeats, settings and budgets of the same task share the work.
-Cached images are shared: never modify one in place.
+Decoded task images (reduced past `images.MAX_SOURCE_PIXELS`) and model encodings are cached process-wide
+by blob id in byte-bounded LRUs (`ARENA_IMAGE_CACHE_MB`, default 768); episodes do not pin decoded pixels (an
+evicted image is decoded again). Cached images are shared: never modify one in place.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Callable, Generic, TypeVar
 
 from PIL import Image
 
-from .images import encode_png, fit_for_model, open_image, png_data_url
+from .images import Decoded, ImageError, MAX_RATIO, encode_png, fit_for_model, load_image, png_data_url
 
 K = TypeVar("K")
 V = TypeVar("V")
 
 
 class LRU(Generic[K, V]):
-    """A small thread-safe least-recently-used cache."""
+    """A thread-safe least-recently-used cache bounded by entry count and by total weight (bytes)."""
 
-    def __init__(self, maxsize: int):
+    def __init__(self, maxsize: int, max_bytes: int | None = None, weigh: Callable[[V], int] | None = None):
         self.maxsize = maxsize
-        self._items: OrderedDict[K, V] = OrderedDict()
+        self.max_bytes = max_bytes
+        self.weigh = weigh or (lambda value: 0)
+        self.bytes = 0
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
-                return self._items[key]
+                return self._items[key][0]
             return None
 
     def put(self, key: K, value: V) -> None:
+        weight = self.weigh(value)
         with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.maxsize:
-                self._items.popitem(last=False)
+            self.bytes += weight - (self._items.pop(key)[1] if key in self._items else 0)
+            self._items[key] = (value, weight)
+            while len(self._items) > self.maxsize or (
+                    self.max_bytes is not None and self.bytes > self.max_bytes and len(self._items) > 1):
+                self.bytes -= self._items.popitem(last=False)[1][1]
 
 
-DECODED: LRU[str, Image.Image] = LRU(8)
-DATA_URLS: LRU[tuple[str, int, int, int], str] = LRU(64)
+DECODED: LRU[tuple, Decoded] = LRU(256, int(os.environ.get("ARENA_IMAGE_CACHE_MB", "768")) << 20,
+                                   lambda d: d.nbytes)
+DATA_URLS: LRU[tuple, str] = LRU(256, 256 << 20, len)
 _INFLIGHT: dict[tuple, asyncio.Future] = {}
 
 
@@ -72,9 +79,10 @@ async def _single_flight(key: tuple, cache: LRU, compute):
         del _INFLIGHT[key]
 
 
-def model_data_url(image: Image.Image, factor: int, min_pixels: int, max_pixels: int) -> str:
-    """PNG data URL of `image` smart-resized the way a Qwen-VL processor would."""
-    return png_data_url(encode_png(fit_for_model(image, factor, min_pixels, max_pixels), level=3))
+def model_data_url(image: Image.Image, factor: int, min_pixels: int, max_pixels: int,
+                   full_size: tuple[int, int] | None = None) -> str:
+    """PNG data URL of `image` smart-resized the way a Qwen-VL processor would (from `full_size` if reduced)."""
+    return png_data_url(encode_png(fit_for_model(image, factor, min_pixels, max_pixels, full_size), level=3))
 
 
 class ContextImage:
@@ -84,6 +92,7 @@ class ContextImage:
     came from (`task`, or the tool name). Decoding and model encoding run in a worker
     thread and are cached, so a 4K task image is decoded once however often it is
     cropped, and once for all the episodes that show it while it stays in the cache.
+    A task image's pixels may be reduced (see `decoded()`); `size` is the file's.
     """
 
     def __init__(
@@ -99,29 +108,36 @@ class ContextImage:
         self.blob_id = blob_id
         self.source = source
         self.path = path
-        self._image = image
-        self._lock = asyncio.Lock()
+        self._given = Decoded(image, image.size) if image is not None else None
+        self._full_size: tuple[int, int] | None = image.size if image is not None else None
 
     @property
     def size(self) -> tuple[int, int] | None:
-        """(width, height) once decoded, else None."""
-        return self._image.size if self._image is not None else None
+        """(width, height) of the full image once decoded, else None."""
+        return self._full_size
+
+    async def decoded(self) -> Decoded:
+        """The pixels (reduced if the file is large) and the full size of the file."""
+        if self._given is not None:
+            return self._given
+        path = self.path
+        decoded = await _single_flight(("decode", self.blob_id), DECODED,
+                                       lambda: load_image(path, max_ratio=MAX_RATIO))
+        self._full_size = decoded.full_size
+        return decoded
 
     async def pil(self) -> Image.Image:
-        if self._image is None:
-            async with self._lock:
-                if self._image is None:
-                    path = self.path
-                    self._image = await _single_flight(("decode", self.blob_id), DECODED,
-                                                       lambda: open_image(path))
-        return self._image
+        return (await self.decoded()).image
 
     async def data_url(self, factor: int, min_pixels: int, max_pixels: int) -> str:
         """PNG data URL of the image smart-resized for the model; cached per content and size setting."""
         key = (self.blob_id, factor, min_pixels, max_pixels)
         url = DATA_URLS.get(key)
         if url is None:
-            image = await self.pil()
-            url = await _single_flight(("url", *key), DATA_URLS,
-                                       lambda: model_data_url(image, factor, min_pixels, max_pixels))
+            decoded = await self.decoded()
+            try:
+                url = await _single_flight(("url", *key), DATA_URLS, lambda: model_data_url(
+                    decoded.image, factor, min_pixels, max_pixels, decoded.full_size))
+            except ImageError as exc:
+                raise ImageError(f"{self.path or f'image {self.blob_id} from {self.source}'}: {exc}") from None
         return url

@@ -146,7 +146,7 @@ class _Run:
         except ToolArgumentError as exc:
             step.tool_seconds = time.perf_counter() - started
             return self.invalid(step, str(exc))
-        except ToolError as exc:
+        except (ToolError, ImageError) as exc:  # an unusable image in the world is data, not a tool bug
             step.error = str(exc)
             step.observation = Observation(text=f"Error: {exc}", error=True)
         except ToolOutage as exc:

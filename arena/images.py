@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import math
+import threading
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
@@ -16,6 +20,10 @@ MAX_PIXELS = 16384 * 28 * 28
 MAX_RATIO = 200
 
 Image.MAX_IMAGE_PIXELS = 200_000_000
+warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)  # load_image raises its own error
+MAX_SOURCE_PIXELS = 50_000_000  # larger images are decoded reduced (a 14100x14100 scan keeps 7050x7050)
+GATED_PIXELS = 16_000_000  # images larger than this decode at most two at a time, process-wide (transient RAM)
+_DECODING = threading.BoundedSemaphore(2)
 
 
 class ImageError(ValueError):
@@ -67,25 +75,72 @@ def smart_resize(
     return h_bar, w_bar
 
 
-def open_image(path: str | Path) -> Image.Image:
-    """Decode an image file fully into RGB; ImageError names the file on failure."""
+@dataclass(frozen=True)
+class Decoded:
+    """A decoded image in mode "L" (grey) or "RGB", maybe reduced on load; `full_size` is the file's (width, height)."""
+
+    image: Image.Image
+    full_size: tuple[int, int]
+
+    @property
+    def nbytes(self) -> int:
+        return self.image.width * self.image.height * len(self.image.getbands())
+
+
+def _check_limits(name: str, width: int, height: int, max_ratio: float | None) -> None:
+    if width * height > Image.MAX_IMAGE_PIXELS:  # PIL itself only warns below twice its limit
+        raise ImageError(f"{name}: {width}x{height} = {width * height:,} pixels is over the limit of "
+                         f"{Image.MAX_IMAGE_PIXELS:,} pixels per image (decompression-bomb guard)")
+    if max_ratio is not None and max(width, height) > max_ratio * max(1, min(width, height)):
+        raise ImageError(f"{name}: {width}x{height} has an aspect ratio of "
+                         f"{max(width, height) / max(1, min(width, height)):.0f}:1, over the limit of "
+                         f"{max_ratio:g}:1 (Qwen-VL smart_resize)")
+
+
+def load_image(source: str | Path | bytes, name: str | None = None, max_pixels: int | None = None,
+               max_ratio: float | None = None) -> Decoded:
+    """Decode a file or bytes into "L" or "RGB", reduced on load to at most `max_pixels` (JPEG decodes
+    downscaled with `draft`; other formats by an integer `reduce` right after decoding). ImageError names
+    the file and the limit hit: over `Image.MAX_IMAGE_PIXELS`, aspect ratio over `max_ratio`, unreadable."""
+    name = name or ("<bytes>" if isinstance(source, bytes) else str(source))
+    max_pixels = max_pixels or MAX_SOURCE_PIXELS
     try:
-        with Image.open(path) as im:
-            im.load()
-            return im.convert("RGB")
+        with Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as im:
+            full = im.size
+            _check_limits(name, *full, max_ratio)
+            mode = "L" if im.mode in ("1", "L") else "RGB"
+            if full[0] * full[1] > max_pixels and im.format == "JPEG":
+                factor = math.sqrt(full[0] * full[1] / max_pixels)
+                im.draft(mode, (math.ceil(full[0] / factor), math.ceil(full[1] / factor)))
+            with _DECODING if full[0] * full[1] > GATED_PIXELS else contextlib.nullcontext():
+                im.load()
+                out: Image.Image = im
+                if out.width * out.height > max_pixels:
+                    factor = math.ceil(math.sqrt(out.width * out.height / max_pixels))
+                    out = (out if out.mode in ("L", "RGB", "RGBA", "LA") else out.convert(mode)).reduce(factor)
+            if out.mode != mode:
+                out = out.convert(mode)
     except FileNotFoundError as exc:
-        raise ImageError(f"{path}: no such image file") from exc
+        raise ImageError(f"{name}: no such image file") from exc
+    except Image.DecompressionBombError as exc:
+        raise ImageError(f"{name}: over the limit of {Image.MAX_IMAGE_PIXELS:,} pixels per image ({exc})") from exc
+    except ImageError:
+        raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise ImageError(f"{path}: cannot decode image ({exc})") from exc
+        raise ImageError(f"{name}: cannot decode image ({exc})") from exc
+    return Decoded(out, full)
+
+
+def open_image(path: str | Path) -> Image.Image:
+    """Decode an image file into RGB (reduced to at most MAX_SOURCE_PIXELS); ImageError names the file."""
+    image = load_image(path).image
+    return image if image.mode == "RGB" else image.convert("RGB")
 
 
 def decode_image(data: bytes, name: str = "<bytes>") -> Image.Image:
-    try:
-        with Image.open(io.BytesIO(data)) as im:
-            im.load()
-            return im.convert("RGB")
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise ImageError(f"{name}: cannot decode image ({exc})") from exc
+    """Decode image bytes into RGB (reduced to at most MAX_SOURCE_PIXELS); ImageError names `name`."""
+    image = load_image(data, name).image
+    return image if image.mode == "RGB" else image.convert("RGB")
 
 
 def encode_png(image: Image.Image, level: int = 6) -> bytes:
@@ -104,9 +159,12 @@ def fit_for_model(
     factor: int = IMAGE_FACTOR,
     min_pixels: int = MIN_PIXELS,
     max_pixels: int = 1280 * 28 * 28,
+    full_size: tuple[int, int] | None = None,
 ) -> Image.Image:
-    """Resize an image the way a Qwen-VL processor would before the model sees it."""
-    h, w = smart_resize(image.height, image.width, factor, min_pixels, max_pixels)
-    if (h, w) == (image.height, image.width):
-        return image
-    return image.resize((w, h), Image.Resampling.BICUBIC, reducing_gap=3.0)
+    """Resize an image the way a Qwen-VL processor would before the model sees it; the size is computed
+    from `full_size` (width, height) when the image was decoded reduced. Always RGB."""
+    width, height = full_size or image.size
+    h, w = smart_resize(height, width, factor, min_pixels, max_pixels)
+    if (w, h) != image.size:
+        image = image.resize((w, h), Image.Resampling.BICUBIC, reducing_gap=3.0)
+    return image.convert("RGB") if image.mode != "RGB" else image

@@ -56,7 +56,7 @@ from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolResu
 
 from .browser_dom import ELEMENTS_JS, draw_marks, elements_from
 from .browser_site import DEFAULT_MAX_BYTES, ORIGIN, SiteRouter, is_world_url
-from .chromium import SharedChromium
+from .chromium import SharedChromium, seal_context
 
 Action = Literal["goto", "click", "type", "scroll", "back", "read", "frame", "next", "prev"]
 PAGE_ACTIONS = {"goto", "click", "type", "scroll", "back", "read"}
@@ -219,6 +219,7 @@ class BrowserTool(Tool):
         context.set_default_navigation_timeout(self.action_timeout * 1000)
         router = SiteRouter(state.site, int(self.option("browser_max_page_bytes", DEFAULT_MAX_BYTES)))
         await context.route("**/*", router.handle)
+        await seal_context(context, router.blocked.append)
         await context.add_init_script(INIT_SCRIPT)
         page = await context.new_page()
 
@@ -253,6 +254,7 @@ class BrowserTool(Tool):
         page = await self._open_page(state)
         assert state.router is not None
         blocked_from, dialogs_from = len(state.router.blocked), len(state.dialogs)
+        state.router.blocked_navigation = None
         notes: list[str] = []
         try:
             if args.action != "goto" and page.url in ("about:blank", ""):
@@ -266,12 +268,43 @@ class BrowserTool(Tool):
                 result.text = "\n".join([*notes, result.text])
                 return result
             notes.append(await self._act(page, state, args))
+            return await self._observe_in_world(page, state, notes, blocked_from, dialogs_from)
         except PlaywrightError as exc:
             message = str(exc).split("\n")[0]
             if "Timeout" in type(exc).__name__ or "Timeout" in message:
                 raise ToolError(f"browser action {args.action} timed out after {self.action_timeout:g} s") from None
             raise ToolError(f"browser action {args.action} failed: {message}") from None
+
+    async def _observe_in_world(self, page: Any, state: _Episode, notes: list[str], blocked_from: int,
+                                dialogs_from: int) -> ToolResult:
+        """The observation once the tab is in the world: a page that navigates by itself (meta refresh, timers)
+        may leave, or destroy the document being read, while it is observed; the last try is taken as it is."""
+        from playwright.async_api import Error as PlaywrightError
+
+        for _ in range(2):
+            await self._guard(page, state, notes)
+            try:
+                result = await self.observe(page, state, notes, blocked_from, dialogs_from)
+            except PlaywrightError as exc:
+                if "context was destroyed" not in str(exc):
+                    raise
+                await page.wait_for_load_state("load")
+                continue
+            if is_world_url(result.data["url"]) or result.data["url"] == "about:blank":
+                return result
+        await self._guard(page, state, notes)
         return await self.observe(page, state, notes, blocked_from, dialogs_from)
+
+    async def _guard(self, page: Any, state: _Episode, notes: list[str]) -> None:
+        """Navigation guard: a tab that ended outside the world (an error page of a refused navigation, any
+        other scheme) is emptied, and the observation says where the page tried to go."""
+        if is_world_url(page.url) or page.url == "about:blank":
+            return
+        assert state.router is not None
+        target = state.router.blocked_navigation or page.url
+        await page.goto("about:blank")
+        notes.append(f"The page tried to navigate outside the world to {target}; the navigation was blocked and "
+                     "the tab is empty (use back or goto).")
 
     async def _goto(self, page: Any, state: _Episode, url: str) -> int | None:
         target = url.strip()
@@ -297,7 +330,8 @@ class BrowserTool(Tool):
     async def _act(self, page: Any, state: _Episode, args: BrowserArgs) -> str:
         if args.action == "goto":
             status = await self._goto(page, state, args.url or "")
-            return f"Opened {page.url}" + (f" (HTTP {status})." if status and status != 200 else ".")
+            shown = page.url if is_world_url(page.url) else args.url
+            return f"Opened {shown}" + (f" (HTTP {status})." if status and status != 200 else ".")
         if args.action == "click":
             element = await self._element(page, args.element_id or 0)
             await element.click()

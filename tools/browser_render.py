@@ -22,7 +22,7 @@ from PIL import Image
 
 from .browser_dom import ELEMENTS_JS, Element, elements_from
 from .browser_site import SiteRouter, world_url
-from .chromium import launch_chromium
+from .chromium import launch_chromium, seal_context
 
 T = TypeVar("T")
 
@@ -52,6 +52,7 @@ async def render_site_pages(site: Path, pages: list[str | tuple[str, tuple[int, 
                                                 service_workers="block")
             router = SiteRouter(site)
             await context.route("**/*", router.handle)
+            await seal_context(context, router.blocked.append)
             page = await context.new_page()
             for entry in pages:
                 path, size = (entry, viewport) if isinstance(entry, str) else entry

@@ -51,6 +51,7 @@ class SiteRouter:
         self.max_bytes = max_bytes
         self.blocked: list[str] = []
         self.served: list[str] = []
+        self.blocked_navigation: str | None = None  # the last navigation refused
 
     def lookup(self, url: str) -> tuple[int, bytes, str]:
         """(status, body, content type) for a world URL."""
@@ -81,4 +82,6 @@ class SiteRouter:
                                                                     "cache-control": "no-store"})
             return
         self.blocked.append(url)
+        if route.request.is_navigation_request():
+            self.blocked_navigation = url
         await route.abort("blockedbyclient")

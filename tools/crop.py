@@ -1,7 +1,7 @@
 """`image_zoom_in_tool`: crop a region of an image in context and return it enlarged (VistaArena's crop).
 
 Differences from the original, all documented: the box is validated (empty,
-inverted or non-finite boxes are errors the model sees), `img_idx` is honoured
+inverted, non-finite or huge (|v| > 1,000,000) boxes are errors the model sees), `img_idx` is honoured
 over every image in context (0 = the task image, then each image a tool
 returned), and coordinates may be pixels instead of relative 0–1000.
 """
@@ -22,6 +22,7 @@ MIN_SIDE = 28
 FACTOR = 32
 MIN_PIXELS = 65_536
 MAX_PIXELS = 8_294_400
+MAX_COORDINATE = 1_000_000  # beyond this a box is a mistake, not an overshoot to clamp
 
 
 class CropArgs(BaseModel):
@@ -40,14 +41,18 @@ def pixel_box(bbox: list[float], width: int, height: int, relative: bool) -> tup
         raise ToolArgumentError(f"bbox_2d must have 4 numbers [x1, y1, x2, y2], got {len(bbox)}")
     if not all(math.isfinite(v) for v in bbox):
         raise ToolArgumentError(f"bbox_2d has a non-finite number: {bbox}")
+    if any(abs(v) > MAX_COORDINATE for v in bbox):
+        raise ToolArgumentError(f"bbox_2d has a number out of range: {bbox}; coordinates must lie within "
+                                f"±{MAX_COORDINATE:,}")
     x1, y1, x2, y2 = bbox
     if relative:
         x1, x2 = x1 * width / 1000.0, x2 * width / 1000.0
         y1, y2 = y1 * height / 1000.0, y2 * height / 1000.0
-    left = min(max(math.floor(x1), 0), width)
-    top = min(max(math.floor(y1), 0), height)
-    right = min(max(math.ceil(x2), 0), width)
-    bottom = min(max(math.ceil(y2), 0), height)
+    # clamp before rounding: a finite box can still scale past the float range (1e308 * width / 1000 = inf)
+    left = math.floor(min(max(x1, 0.0), width))
+    top = math.floor(min(max(y1, 0.0), height))
+    right = math.ceil(min(max(x2, 0.0), width))
+    bottom = math.ceil(min(max(y2, 0.0), height))
     if right <= left or bottom <= top:
         scale = "relative 0-1000" if relative else "pixel"
         raise ToolArgumentError(
@@ -57,18 +62,29 @@ def pixel_box(bbox: list[float], width: int, height: int, relative: bool) -> tup
     return left, top, right, bottom
 
 
-def zoom(image: Image.Image, box: tuple[int, int, int, int]) -> Image.Image:
-    """Crop, upscale a side under 28 px to 28, then smart-resize (factor 32, 65,536–8,294,400 px)."""
-    crop = image.crop(box)
-    if min(crop.width, crop.height) < MIN_SIDE:
-        scale = MIN_SIDE / min(crop.width, crop.height)
-        crop = crop.resize((max(MIN_SIDE, math.ceil(crop.width * scale)),
-                            max(MIN_SIDE, math.ceil(crop.height * scale))), Image.Resampling.BICUBIC)
+def zoom(image: Image.Image, box: tuple[int, int, int, int], full_size: tuple[int, int] | None = None) -> Image.Image:
+    """Crop, upscale a side under 28 px to 28, then smart-resize (factor 32, 65,536–8,294,400 px); RGB.
+
+    `box` is in pixels of the full image; when `image` was decoded reduced from `full_size`, the region is
+    resampled from the reduced pixels straight to the size the full-resolution crop would get."""
+    width, height = box[2] - box[0], box[3] - box[1]
+    if min(width, height) < MIN_SIDE:
+        scale = MIN_SIDE / min(width, height)
+        width, height = max(MIN_SIDE, math.ceil(width * scale)), max(MIN_SIDE, math.ceil(height * scale))
     try:
-        h, w = smart_resize(crop.height, crop.width, FACTOR, MIN_PIXELS, MAX_PIXELS)
+        h, w = smart_resize(height, width, FACTOR, MIN_PIXELS, MAX_PIXELS)
     except ImageError as exc:
         raise ToolArgumentError(f"the region cannot be zoomed: {exc}") from None
-    return crop.resize((w, h), Image.Resampling.BICUBIC)
+    if full_size is not None and full_size != image.size:
+        sx, sy = image.width / full_size[0], image.height / full_size[1]
+        region = (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
+        out = image.resize((w, h), Image.Resampling.BICUBIC, box=region)
+    else:
+        crop = image.crop(box)
+        if crop.size != (width, height):
+            crop = crop.resize((width, height), Image.Resampling.BICUBIC)
+        out = crop.resize((w, h), Image.Resampling.BICUBIC)
+    return out if out.mode == "RGB" else out.convert("RGB")
 
 
 class CropOptions(ToolOptions):
@@ -103,11 +119,12 @@ class CropTool(Tool):
                 f"img_idx {args.img_idx} is out of range: {len(ctx.images)} image(s) in context "
                 f"(valid: 0..{len(ctx.images) - 1})"
             )
-        image = await ctx.images[args.img_idx].pil()
-        box = pixel_box(args.bbox_2d, image.width, image.height, self.relative)
-        zoomed = await asyncio.to_thread(zoom, image, box)
+        decoded = await ctx.images[args.img_idx].decoded()
+        full_width, full_height = decoded.full_size
+        box = pixel_box(args.bbox_2d, full_width, full_height, self.relative)
+        zoomed = await asyncio.to_thread(zoom, decoded.image, box, decoded.full_size)
         what = f" ({args.label})" if args.label else ""
         text = f"Zoomed in on {list(box)} (pixels) of image {args.img_idx}{what}."
         return ToolResult(text=text, images=[zoomed],
                           data={"img_idx": args.img_idx, "pixel_box": list(box), "size": [zoomed.width, zoomed.height],
-                                "source_size": [image.width, image.height]})
+                                "source_size": [full_width, full_height]})

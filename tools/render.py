@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from arena.images import decode_image
 from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolResult, register_tool
 
-from .chromium import SharedChromium
+from .chromium import SharedChromium, seal_context
 
 MAX_ELEMENTS = 600
 MAX_SIDE = 1536
@@ -111,8 +111,10 @@ class RenderTool(Tool):
         browser = await self._browser_ready()
         if self._pool:
             return self._pool.pop()
-        context = await browser.new_context(java_script_enabled=self._scripts, device_scale_factor=1, offline=True)
-        await context.route("**/*", lambda route: route.abort())
+        context = await browser.new_context(java_script_enabled=self._scripts, device_scale_factor=1, offline=True,
+                                            service_workers="block", accept_downloads=False)
+        await context.route("**/*", lambda route: route.abort("blockedbyclient"))
+        await seal_context(context)
         return context, await context.new_page()
 
     async def _release(self, held, healthy: bool) -> None:

@@ -239,7 +239,7 @@ class PageFetcher:
         self.timeout, self.max_chars, self.allow_private_hosts = timeout, max_chars, allow_private_hosts
         self._slots = asyncio.Semaphore(max_pages)
         self._lock = asyncio.Lock()
-        self._chromium = SharedChromium()
+        self._chromium = SharedChromium(contained=False)  # reading the live web is its job; `_route` filters
         self._context_ = None
         self._idle: list = []
         self.launches = 0

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import email.utils
 import functools
+import json
 import os
 import re
 import socket
@@ -86,6 +87,15 @@ class ChatResponse:
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
     provider_fields: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_body(body: bytes) -> Any:
+    """A JSON response body. orjson refuses escaped lone surrogates (`"\\ud800"`), which servers do send when a
+    model emits invalid Unicode; the standard library reads them, and the episode loop replaces them later."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return json.loads(body)
 
 
 def server_message(body: bytes, limit: int = 1000) -> tuple[str, str | None]:
@@ -205,8 +215,8 @@ class Endpoint:
                                              retry_after=retry_after(response.headers))
             raise RejectedError(text, status=status, server_message=message, code=code)
         try:
-            data = orjson.loads(response.content)
-        except orjson.JSONDecodeError:
+            data = parse_body(response.content)
+        except ValueError:
             text = response.content[:200].decode("utf-8", "replace")
             raise TransientEndpointError(f"HTTP 200 with a body that is not JSON: {text!r}", status=200)
         if isinstance(data, dict) and "error" in data and not data.get("choices"):

@@ -31,8 +31,8 @@ def test_every_episode_errored_exits_one(tiny_data, tmp_path):
     with OpenAIStub(lambda request: Reply(status=500)) as server:
         result = invoke(tiny_data, tmp_path, server)
     assert result.exit_code == 1, result.output
-    assert "run incomplete: every episode (2) ended with an error" in result.output
-    assert "InternalServerError" in result.output
+    assert "run incomplete: every episode (2) failed" in result.output
+    assert "HTTP 500" in result.output
 
 
 def test_records_that_cannot_be_written_exit_one(tiny_data, tmp_path):

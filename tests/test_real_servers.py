@@ -287,8 +287,9 @@ def test_silent_truncation_by_the_server_is_warned_about(tmp_path):
 
 def test_thinking_judge_and_a_judge_cut_at_its_token_limit(tmp_path):
     def judge(request):
-        text = request["messages"][0]["content"]
-        if "Candidate answer: long" in text:
+        content = request["messages"][-1]["content"]  # the user turn (after the judge's system message)
+        text = content if isinstance(content, str) else " ".join(p.get("text", "") for p in content)
+        if "Model answer: long" in text:
             return Reply(content="<think>Let me think about this at length", finish_reason="length")
         return Reply(content="<think>The rules say reply with <judge>Yes</judge> or <judge>No</judge>. The "
                              "candidate names the builder.</think><judge>Yes</judge><reason>same person</reason>")

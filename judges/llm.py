@@ -19,6 +19,7 @@ from typing import Any
 
 from arena.blobs import BlobStore
 from arena.endpoint import Endpoint, EndpointConfig, EndpointError
+from arena.jsonl import append_line
 from arena.judge import Judge, register_judge, text_hash
 from arena.trajectory import Episode
 from arena.verdict import Verdict
@@ -79,8 +80,7 @@ class JudgeCache:
         async with self._lock:
             self._memory[key] = output
             if self.path:
-                with self.path.open("a", encoding="utf-8") as fh:
-                    fh.write(json.dumps({"key": key, "output": output}) + "\n")
+                append_line(self.path, (json.dumps({"key": key, "output": output}) + "\n").encode())
 
 
 class ModelJudge(Judge):

@@ -14,10 +14,21 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _SPACES = re.compile(r"\s+")
 
 
+class _Punctuation(dict):
+    """`str.translate` table deleting Unicode punctuation (categories P*), filled as characters are first seen."""
+
+    def __missing__(self, code: int) -> int | None:
+        value = None if unicodedata.category(chr(code)).startswith("P") else code
+        self[code] = value
+        return value
+
+
+_PUNCTUATION = _Punctuation()
+
+
 def normalize_answer(text: str) -> str:
     """Lowercase, drop punctuation and the articles a/an/the, collapse white space."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = "".join(ch for ch in text if not unicodedata.category(ch).startswith("P"))
+    text = unicodedata.normalize("NFKC", text).lower().translate(_PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return _SPACES.sub(" ", text).strip()
 

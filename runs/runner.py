@@ -12,23 +12,26 @@ from __future__ import annotations
 import asyncio
 import platform
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cached_property
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
 from arena.trajectory import Episode, Step
 from arena.verdict import Verdict
-from judges.metrics import AUTO, judge_for, judge_for_task, summarize
+from judges.metrics import AUTO, judge_for, judge_for_task
 
 from .config import RunConfig, slug
 from .fork import fork_prefix
 from .judging import Judges
 from .limits import endpoint_of
-from .prefix import copied_episode, derive, failed_episode, model_call_counts
+from .lock import RunLock
+from .prefix import copied_episode, derive, failed_episode
 from .prefix import link as prefix_link
 from .ray_backend import RayBackend
+from .scan import model_call_counts_scan, scan_run, summarize_scan
 from .store import RunStore
 from .sweep import Cell, Family, grid_size, plan
 from .workbench import EpisodeJob, Workbench
@@ -36,12 +39,20 @@ from .workbench import EpisodeJob, Workbench
 
 @dataclass
 class RunResult:
+    """What a run did; `episodes` and `verdicts` are read from the store when first asked for."""
+
     run_dir: Path
     run_id: str
     summary: dict[str, Any]
-    episodes: list[Episode] = field(default_factory=list)
-    verdicts: list[Verdict] = field(default_factory=list)
     ran: int = 0
+
+    @cached_property
+    def episodes(self) -> list[Episode]:
+        return RunStore(self.run_dir).episodes()
+
+    @cached_property
+    def verdicts(self) -> list[Verdict]:
+        return RunStore(self.run_dir).verdicts()
 
 
 def git_hash() -> str | None:
@@ -106,22 +117,33 @@ def default_run_id(bench: Workbench, config: RunConfig) -> str:
 
 
 async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | None], None] | None = None,
-                  force: bool = False, on_start: Callable[[int, int], None] | None = None) -> RunResult:
+                  force: bool = False, on_start: Callable[[int, int], None] | None = None,
+                  run_dir: str | Path | None = None) -> RunResult:
     """Play every missing episode of the grid, judge what lacks a verdict, write the summary.
 
-    With a live-web mode and no `tool_options.cassette`, the cassette is
-    `<run dir>/cassettes.sqlite`."""
+    The run directory is `run_dir` when given (resume in place: a moved or renamed
+    run continues where it lies), else `<out>/<run id>`. It is locked for the whole
+    run (`runs.lock`): a second writer stops at once. With a live-web mode and no
+    `tool_options.cassette`, the cassette is `<run dir>/cassettes.sqlite`."""
     config = config.model_copy(deep=True)
     bench = Workbench(config)
     try:
-        return await _execute(config, bench, progress=progress, force=force, on_start=on_start)
+        return await _execute(config, bench, progress=progress, force=force, on_start=on_start, run_dir=run_dir)
     finally:
         await bench.aclose()
 
 
-async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start) -> RunResult:
+async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start,
+                   run_dir: str | Path | None) -> RunResult:
     run_id = config.run_id or default_run_id(bench, config)
-    store = RunStore(Path(config.out) / run_id)
+    store = RunStore(Path(run_dir) if run_dir is not None else Path(config.out) / run_id)
+    with RunLock(store.dir, "arena run"):
+        return await _execute_locked(config, bench, progress=progress, force=force, on_start=on_start,
+                                     run_id=run_id, store=store)
+
+
+async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start, run_id: str,
+                          store: RunStore) -> RunResult:
     judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl")
     for judge_id in sorted({judge_for_task(task, config.judge or AUTO) for _, task in bench.pairs}):
         judges.get(judge_id)
@@ -144,12 +166,13 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             prefix, link = fork_prefix(config.fork, store)
             store.update_info({"forked_from": link})
         backend = make_backend(config, bench, run_id, store)
-        done = {e.key: e for e in store.episodes() if e.finish_reason != "error"}
+        done = {key: entry for key, entry in store.index().latest().items() if entry.finish != "error"}
         families = plan(bench)
         judge_name = config.judge or AUTO
         judge_endpoint = endpoint_of(config.judge_options)
-        verdicts_done = {(v.episode_id, v.judge) for v in store.verdicts()}
-        unjudged = [e for e in done.values() if (e.id, judge_for(e, judge_name)) not in verdicts_done]
+        verdicts_done = store.verdict_pairs()
+        unjudged = [store.read_episode(entry) for entry in done.values()
+                    if (entry.id, judge_for_task(entry, judge_name)) not in verdicts_done]
         missing = sum(1 for f in families for c in f.cells if c.key not in done)
         if on_start:
             on_start(missing + len(unjudged), grid_size(families))
@@ -194,7 +217,7 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             todo = [c for c in rest if c.key not in done]
             if head.key in done and not todo:
                 return
-            source = done.get(head.key) or await play(head.job())
+            source = store.read_episode(done[head.key]) if head.key in done else await play(head.job())
             await asyncio.gather(*(derive_cell(source, cell) for cell in todo))
 
         async def rejudge(episode: Episode) -> None:
@@ -204,16 +227,15 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
                 progress(episode, verdict)
 
         await asyncio.gather(*(run_family(f) for f in families), *(rejudge(e) for e in unjudged))
-        episodes, verdicts = store.episodes(), store.verdicts()
-        summary = summarize(episodes, verdicts, judge_name)
-        summary.update({"run_id": run_id, "judges": judges.describe(), "model_calls": model_call_counts(episodes)})
+        scan = scan_run(store)
+        summary = summarize_scan(scan, judge_name)
+        summary.update({"run_id": run_id, "judges": judges.describe(), "model_calls": model_call_counts_scan(scan)})
         if info["warnings"]:
             summary["warnings"] = info["warnings"]
         if config.shares_prefixes():
             summary["prefix_sharing"] = True
         store.write_summary(summary)
-        return RunResult(run_dir=store.dir, run_id=run_id, summary=summary, episodes=episodes, verdicts=verdicts,
-                         ran=missing)
+        return RunResult(run_dir=store.dir, run_id=run_id, summary=summary, ran=missing)
     finally:
         await judges.aclose()
         if backend is not None:

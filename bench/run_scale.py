@@ -32,7 +32,7 @@ from pathlib import Path
 
 import orjson
 
-ARENA = [sys.executable, "-m", "arena"]
+ARENA = [str(Path(sys.executable).with_name("arena"))]
 TARGETS = {"view_s": 60, "view_rss_mb": 1536, "rows_s": 2, "episode_s": 1, "search_s": 1, "summary_s": 15,
            "resume_s": 15}
 
@@ -41,7 +41,8 @@ def base_run(work: Path) -> Path:
     """The real 210-episode run (built once; reused when present)."""
     from arena.world import WORLD_BUILDERS
     from runs.config import RunConfig
-    from runs.runner import load_plugins, run
+    from runs.plugins import load_plugins
+    from runs.runner import run
 
     run_dir = work / "logs" / "base"
     if (run_dir / "summary.json").is_file():

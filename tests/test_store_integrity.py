@@ -16,21 +16,22 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.cli import app
 from arena.dataset import load_datasets
 from arena.jsonl import append_line
-from arena.worlds.mmir import build as build_mmir
 from judges.llm import JudgeCache
 from judges.metrics import summarize
+from runs.cli.main import app
 from runs.config import RunConfig
 from runs.lock import RunLock
 from runs.run_index import INDEX_NAME, EpisodeIndex
 from runs.runner import run
 from runs.scan import summarize_store
 from runs.store import RunStore
+from suites.mmir.world import build as build_mmir
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.tiny_dataset import write_tiny_dataset
 
+ARENA = str(Path(sys.executable).with_name("arena"))  # the console script, as a user runs it
 SCRIPT = {"q1": [{"tool": "text_search_tool", "arguments": {"query": "Orvanta lighthouse"}},
                  {"answer": "Mirelle Dastrow"}],
           "*": [{"answer": "1874"}]}
@@ -86,7 +87,7 @@ def slow_answer(request):
 
 
 def arena_run(server, data: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "arena", "run", "--data", str(data), "--agent", "openai", "--model", "m",
+    return [ARENA, "run", "--data", str(data), "--agent", "openai", "--model", "m",
             "--base-url", server.base_url, "--judge", "normalized", "--concurrency", "2", "--repeats", "2",
             "--out", str(out), "--run-id", "twice"]
 

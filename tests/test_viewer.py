@@ -194,7 +194,7 @@ def test_view_serve_serves_the_page_and_its_shards(tiny_data: Path, tmp_path: Pa
 
     result = make_run(tiny_data, tmp_path, "served")
     page_path = result.run_dir / "viewer.html"
-    proc = subprocess.Popen([sys.executable, "-m", "arena", "view", str(result.run_dir), "--layout", "sharded",
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("arena")), "view", str(result.run_dir), "--layout", "sharded",
                              "--serve", "--port", "0"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -15,9 +15,8 @@ missing, torn or inconsistent (e.g. after `arena doctor --repair` rewrote the fi
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import orjson
 
@@ -30,13 +29,7 @@ class IndexSourceError(ValueError):
     """episodes.jsonl holds a line that is not an episode record (named by file and byte offset or line)."""
 
 
-FIELDS = ("offset", "length", "key", "id", "finish", "judge", "agent", "setting", "max_rounds", "max_calls",
-          "has_tools", "repeat", "task_id", "level", "category", "suite", "tool_calls", "calls_per_tool", "tools",
-          "rounds", "invalid", "ignored", "prompt_tokens", "completion_tokens", "seconds", "model_calls", "steps")
-
-
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One episode record: where it lies in episodes.jsonl and the few fields that metrics and resume need."""
 
     offset: int
@@ -56,7 +49,7 @@ class Entry:
     category: str | None = None
     suite: str = ""
     tool_calls: int = 0
-    calls_per_tool: dict = field(default_factory=dict, hash=False, compare=True)
+    calls_per_tool: dict = {}
     tools: tuple = ()
     rounds: int = 0
     invalid: int = 0
@@ -68,16 +61,17 @@ class Entry:
     steps: int = 0
 
     def row(self) -> bytes:
-        return orjson.dumps([getattr(self, name) for name in FIELDS]) + b"\n"
+        return orjson.dumps(list(self)) + b"\n"
 
     @classmethod
     def from_row(cls, values: list) -> "Entry":
         if len(values) != len(FIELDS):
             raise ValueError(f"an index entry has {len(FIELDS)} fields, this one {len(values)}")
-        entry = cls(*values)
-        object.__setattr__(entry, "tools", tuple(entry.tools))
-        return entry
+        values[18] = tuple(values[18])
+        return cls._make(values)
 
+
+FIELDS = Entry._fields
 
 def entry_of(line: bytes, offset: int) -> Entry:
     """The index entry of one episodes.jsonl line (raises ValueError, KeyError or TypeError when it is not an

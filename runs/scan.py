@@ -28,8 +28,8 @@ from .run_index import FIELDS, EpisodeIndex, IndexSourceError, scan_lines
 from .store import RunStore, RunStoreError
 
 @dataclass
-class _Judged:
-    """What `judge_for_task` looks at, without a task object per episode."""
+class TaskJudge:
+    """What `judge_for_task` looks at (the task's own judge), without a task object per episode."""
 
     judge: str | None
 
@@ -62,7 +62,7 @@ class RunScan:
         """Row -> (score, correct, judge error?) of the last verdict by the judge that counts."""
         want = {}
         for row, task_judge in enumerate(self.cols["judge"]):
-            want[self.cols["id"][row]] = (row, judge_for_task(_Judged(task_judge), judge))
+            want[self.cols["id"][row]] = (row, judge_for_task(TaskJudge(task_judge), judge))
         out: dict[int, tuple[float, bool, bool]] = {}
         for episode_id, verdict_judge, score, correct, errored in self.verdict_rows:
             hit = want.get(episode_id)
@@ -164,7 +164,7 @@ def _group_metrics(scan: RunScan, rows: list[int], chosen: dict[int, tuple[float
 def _suite_rows(scan: RunScan, rows: list[int], judge: str) -> list[tuple[Episode, Verdict | None]]:
     """Full (Episode, chosen Verdict) pairs of some rows, for suites' own metrics."""
     ids = {scan.cols["id"][r]: r for r in rows}
-    want = {scan.cols["id"][r]: judge_for_task(_Judged(scan.cols["judge"][r]), judge) for r in rows}
+    want = {scan.cols["id"][r]: judge_for_task(TaskJudge(scan.cols["judge"][r]), judge) for r in rows}
     found: dict[str, Verdict] = {}
     if scan.store.verdicts_path.is_file():
         for _, line in scan_lines(scan.store.verdicts_path):

@@ -139,10 +139,6 @@ class RunStore:
             latest[episode.key] = episode
         return list(latest.values())
 
-    def episode_count(self) -> int:
-        """Number of episode keys (from the index)."""
-        return len(self.index().latest())
-
     def verdicts(self) -> list[Verdict]:
         return list(read_records(self.verdicts_path, Verdict))
 

@@ -45,7 +45,7 @@ from .failures import LABELS, classify
 from .report import SHORT_LABELS, Table, groups_table
 from .run_index import Entry, scan_lines
 from .rundata import RunData
-from .scan import _Judged, reader_index
+from .scan import TaskJudge, reader_index
 from .store import RunStoreError
 
 CROP_TOOL = "image_zoom_in_tool"
@@ -312,7 +312,7 @@ def _run_job(job: _Job) -> tuple[list[tuple[Any, ...]], int]:
             except (ValueError, KeyError, TypeError) as exc:
                 raise RunStoreError(f"{path}: byte {offset}: not an episode record: {exc}") from None
             mine = verdicts.get(record["id"], [])
-            want = judge_for_task(_Judged(task.get("judge")), run.judge)
+            want = judge_for_task(TaskJudge(task.get("judge")), run.judge)
             chosen = next((v for v in reversed(mine) if v["judge"] == want), None)
             labels = classify(Record(record), None if chosen is None else Record(chosen), [Record(v) for v in mine],
                               tasks.get(task["id"]))

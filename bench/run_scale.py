@@ -199,7 +199,8 @@ def main() -> None:
     seconds, cpu, rss, _ = child_peak(["view", str(big)], work)
     written = sum(p.stat().st_size for p in [big / "viewer.html", *(big / "viewer-view").rglob("*")] if p.is_file())
     figures.update({"view_s": round(seconds, 1), "view_cpu_s": round(cpu, 1), "view_rss_mb": round(rss),
-                    "view_written_mb": round(written / 1e6, 1), "page_mb": round((big / "viewer.html").stat().st_size / 1e6, 1)})
+                    "view_written_mb": round(written / 1e6, 1),
+                    "page_mb": round((big / "viewer.html").stat().st_size / 1e6, 1)})
     print(json.dumps(figures), flush=True)
     seconds, cpu, rss, _ = child_peak(["summary", str(big)], work)
     figures.update({"summary_s": round(seconds, 1), "summary_cpu_s": round(cpu, 1), "summary_rss_mb": round(rss)})

@@ -39,20 +39,22 @@ from .workbench import EpisodeJob, Workbench
 
 @dataclass
 class RunResult:
-    """What a run did; `episodes` and `verdicts` are read from the store when first asked for."""
+    """What a run did. `episodes` and `verdicts` are read from the store when first asked for, as the store
+    was when the run ended (`sizes`: bytes of episodes.jsonl and verdicts.jsonl then; both are append-only)."""
 
     run_dir: Path
     run_id: str
     summary: dict[str, Any]
     ran: int = 0
+    sizes: tuple[int, int] | None = None
 
     @cached_property
     def episodes(self) -> list[Episode]:
-        return RunStore(self.run_dir).episodes()
+        return RunStore(self.run_dir).episodes(upto=self.sizes[0] if self.sizes else None)
 
     @cached_property
     def verdicts(self) -> list[Verdict]:
-        return RunStore(self.run_dir).verdicts()
+        return RunStore(self.run_dir).verdicts(upto=self.sizes[1] if self.sizes else None)
 
 
 def git_hash() -> str | None:
@@ -235,7 +237,7 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
         if config.shares_prefixes():
             summary["prefix_sharing"] = True
         store.write_summary(summary)
-        return RunResult(run_dir=store.dir, run_id=run_id, summary=summary, ran=missing)
+        return RunResult(run_dir=store.dir, run_id=run_id, summary=summary, ran=missing, sizes=store.sizes())
     finally:
         await judges.aclose()
         if backend is not None:

@@ -38,12 +38,15 @@ class RunStoreError(RuntimeError):
     """A run directory that cannot be used as asked (config mismatch, corrupt line)."""
 
 
-def read_records(path: Path, model: type[M]) -> Iterator[M]:
+def read_records(path: Path, model: type[M], upto: int | None = None) -> Iterator[M]:
+    """The records of a .jsonl file (a torn last line ignored); with `upto`, only those in its first bytes."""
     if not path.is_file():
         return
-    with path.open(encoding="utf-8") as fh:
+    offset = 0
+    with path.open("rb") as fh:
         for lineno, line in enumerate(fh, 1):
-            if not line.endswith("\n"):
+            offset += len(line)
+            if not line.endswith(b"\n") or (upto is not None and offset > upto):
                 return
             if not line.strip():
                 continue
@@ -132,15 +135,20 @@ class RunStore:
     def all_episodes(self) -> list[Episode]:
         return list(read_records(self.episodes_path, Episode))
 
-    def episodes(self) -> list[Episode]:
-        """The latest record of each episode key, in first-seen order."""
+    def episodes(self, upto: int | None = None) -> list[Episode]:
+        """The latest record of each episode key, in first-seen order (of the file's first `upto` bytes)."""
         latest: dict[str, Episode] = {}
-        for episode in read_records(self.episodes_path, Episode):
+        for episode in read_records(self.episodes_path, Episode, upto):
             latest[episode.key] = episode
         return list(latest.values())
 
-    def verdicts(self) -> list[Verdict]:
-        return list(read_records(self.verdicts_path, Verdict))
+    def verdicts(self, upto: int | None = None) -> list[Verdict]:
+        return list(read_records(self.verdicts_path, Verdict, upto))
+
+    def sizes(self) -> tuple[int, int]:
+        """Bytes of episodes.jsonl and verdicts.jsonl now: what `episodes(upto=)` and `verdicts(upto=)` take to
+        read the store as it is at this moment (the files are append-only)."""
+        return tuple(p.stat().st_size if p.is_file() else 0 for p in (self.episodes_path, self.verdicts_path))
 
     def verdict_pairs(self) -> set[tuple[str, str]]:
         """(episode id, judge) of every verdict record, read without building Verdict objects."""

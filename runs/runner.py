@@ -228,7 +228,8 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
             if progress:
                 progress(episode, verdict)
 
-        await asyncio.gather(*(run_family(f) for f in families), *(rejudge(e) for e in unjudged))
+        open_families = [f for f in families if any(c.key not in done for c in f.cells)]  # the rest has nothing to do
+        await asyncio.gather(*(run_family(f) for f in open_families), *(rejudge(e) for e in unjudged))
         scan = scan_run(store)
         summary = summarize_scan(scan, judge_name)
         summary.update({"run_id": run_id, "judges": judges.describe(), "model_calls": model_call_counts_scan(scan)})

@@ -31,6 +31,7 @@ from PIL import Image
 
 from arena.blobs import BlobStore
 from endpoints.client import REASONING_MODEL, Endpoint, EndpointConfig, EndpointError, RejectedError
+from arena.jsonl import append_line
 from arena.judge import Judge, register_judge, text_hash
 from arena.trajectory import Episode, Usage
 from arena.verdict import Verdict
@@ -132,8 +133,7 @@ class JudgeCache:
         async with self._lock:
             self._memory[key] = output
             if self.path:
-                with self.path.open("a", encoding="utf-8") as fh:
-                    fh.write(json.dumps({"key": key, "output": output}) + "\n")
+                append_line(self.path, (json.dumps({"key": key, "output": output}) + "\n").encode())
 
 
 class ModelJudge(Judge):

@@ -89,10 +89,21 @@ def em_published(answer: str | None, truths: list[str]) -> str | None:
     return next((t for t in truths if normalize_published(t) == norm), None)
 
 
+class _Punctuation(dict):
+    """`str.translate` table deleting Unicode punctuation (categories P*), filled as characters are first seen."""
+
+    def __missing__(self, code: int) -> int | None:
+        value = None if unicodedata.category(chr(code)).startswith("P") else code
+        self[code] = value
+        return value
+
+
+_PUNCTUATION = _Punctuation()
+
+
 def normalize_answer(text: str) -> str:
     """The arena's strict normalisation: NFKC, lowercase, drop Unicode punctuation and a/an/the, collapse spaces."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = "".join(ch for ch in text if not unicodedata.category(ch).startswith("P"))
+    text = unicodedata.normalize("NFKC", text).lower().translate(_PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return _SPACES.sub(" ", text).strip()
 

@@ -21,6 +21,7 @@ Labels (an episode may carry several; a correct episode carries only process lab
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 from typing import Any, Iterable
 
 from arena.task import Task
@@ -33,6 +34,9 @@ SEARCH_TOOLS = ("text_search_tool", "image_search_tool")
 LABELS = ("error", "budget_exhausted", "no_answer", "invalid_tool_calls", "never_cropped", "never_searched",
           "gold_anchor_never_cropped", "evidence_found_wrong_answer", "wrong_entity", "judge_disagreement")
 ANCHOR_COVERAGE = 0.5
+# Tool observations repeat across the budgets and repeats of a sweep (same searches, same pages): their
+# normalised form is computed once.
+_normalized = lru_cache(maxsize=16384)(normalize_answer)
 
 
 def anchor_boxes(task: Task | None) -> list[list[float]]:
@@ -86,12 +90,12 @@ def returned_titles(episode: Episode) -> set[str]:
         data = step.observation.data if step.observation else {}
         for hit in data.get("hits") or []:
             if isinstance(hit, dict) and hit.get("title"):
-                titles.add(normalize_answer(str(hit["title"])))
+                titles.add(_normalized(str(hit["title"])))
     return titles - {""}
 
 
 def observation_text(episode: Episode) -> str:
-    return " ".join(normalize_answer(s.observation.text) for s in episode.steps if s.observation)
+    return " ".join(_normalized(s.observation.text) for s in episode.steps if s.observation)
 
 
 def classify(episode: Episode, verdict: Verdict | None, all_verdicts: Iterable[Verdict] = (),

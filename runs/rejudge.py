@@ -19,8 +19,9 @@ from arena.verdict import Verdict
 from judges.metrics import AUTO, judge_for, summarize
 
 from .config import EndpointLimit
-from .limits import EndpointGate, endpoint_of
 from .judging import Judges
+from .limits import EndpointGate, endpoint_of
+from .lock import RunLock
 from .plugins import load_plugins
 from .store import RunStore
 
@@ -99,6 +100,13 @@ async def rejudge(run_dir: str | Path, judge: str, options: dict[str, Any] | Non
     store = RunStore(run_dir)
     if not store.exists():
         raise ValueError(f"{run_dir}: not a run directory (no run.json)")
+    with RunLock(store.dir, "arena judge"):
+        return await _rejudge(store, judge, options, label=label, redo=redo, concurrency=concurrency,
+                              progress=progress)
+
+
+async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, label: str | None, redo: bool,
+                   concurrency: int, progress: Callable[[Episode, Verdict], None] | None) -> RejudgeResult:
     limits = store.info().get("config", {}).get("endpoint_limits") or {}
     gate = EndpointGate({k: EndpointLimit.model_validate(v) for k, v in limits.items()})
     episodes, verdicts = store.episodes(), store.verdicts()

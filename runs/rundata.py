@@ -10,22 +10,24 @@ from typing import Any
 from arena.task import Task
 from arena.trajectory import Episode
 from arena.verdict import Verdict
-from judges.metrics import AUTO, latest_verdicts, summarize
+from judges.metrics import AUTO, latest_verdicts
 
 from arena.dataset import load_datasets
 
 from .config import RunConfig
 from .failures import taxonomy
 from .plugins import load_plugins
+from .scan import RunScan, reader_index, scan_run, summarize_scan
 from .store import RunStore
 
 
 @dataclass
 class RunData:
+    """A run read back lazily: the summary comes from one streaming pass (`runs.scan`); episodes and
+    verdicts are parsed into records only when asked for."""
+
     store: RunStore
     info: dict[str, Any]
-    episodes: list[Episode]
-    verdicts: list[Verdict]
     judge: str = AUTO
     notes: list[str] = field(default_factory=list)
 
@@ -34,8 +36,20 @@ class RunData:
         return str(self.info.get("run_id") or self.store.dir.name)
 
     @cached_property
+    def episodes(self) -> list[Episode]:
+        return self.store.episodes()
+
+    @cached_property
+    def verdicts(self) -> list[Verdict]:
+        return self.store.verdicts()
+
+    @cached_property
+    def scan(self) -> RunScan:
+        return scan_run(self.store)
+
+    @cached_property
     def summary(self) -> dict[str, Any]:
-        return summarize(self.episodes, self.verdicts, self.judge)
+        return summarize_scan(self.scan, self.judge)
 
     @cached_property
     def chosen(self) -> dict[str, Verdict]:
@@ -68,24 +82,27 @@ class RunData:
         return {t.id: t for d in datasets for t in d.tasks}
 
     def find(self, ref: str) -> Episode:
-        """An episode by id, id prefix, key, or task id (when that task has one episode)."""
-        matches = [e for e in self.episodes if e.id == ref or e.key == ref]
+        """An episode by id, id prefix, key, or task id (when that task has one episode); looked up in the
+        episode index, only the match is parsed."""
+        index = reader_index(self.store)
+        current = list(index.latest().values())
+        matches = [e for e in current if e.id == ref or e.key == ref]
         if not matches:
-            matches = [e for e in self.episodes if e.id.startswith(ref)]
+            matches = [e for e in current if e.id.startswith(ref)]
         if not matches:
-            matches = [e for e in self.store.all_episodes() if e.id == ref or e.id.startswith(ref)]
+            matches = [e for e in index.entries if e.id == ref or e.id.startswith(ref)]
         if not matches:
-            matches = [e for e in self.episodes if e.task.id == ref]
+            matches = [e for e in current if e.task_id == ref]
         if len(matches) != 1:
             what = "no episode" if not matches else f"{len(matches)} episodes"
             keys = "".join(f"\n  {e.key}" for e in matches[:20])
             raise ValueError(f"{self.store.episodes_path}: {what} match {ref!r} (give an episode id, id prefix, "
                              f"key or task id){keys}")
-        return matches[0]
+        return self.store.read_episode(matches[0])
 
 
 def load_run(run_dir: str | Path, judge: str = AUTO) -> RunData:
     store = RunStore(run_dir)
     if not store.exists():
         raise ValueError(f"{run_dir}: not a run directory (no run.json)")
-    return RunData(store=store, info=store.info(), episodes=store.episodes(), verdicts=store.verdicts(), judge=judge)
+    return RunData(store=store, info=store.info(), judge=judge)

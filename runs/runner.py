@@ -10,26 +10,30 @@ sweeps may share trajectory prefixes (`runs.prefix`).
 from __future__ import annotations
 
 import asyncio
+import json
 import platform
 import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import cached_property
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
 from arena.trajectory import Episode, Step, Usage
 from arena.verdict import Verdict
-from judges.metrics import AUTO, judge_for, judge_for_task, summarize
+from judges.metrics import AUTO, judge_for, judge_for_task
 
 from .config import RunConfig, slug
 from .fork import fork_prefix
 from .judging import Judges
 from .limits import endpoint_of
-from .prefix import copied_episode, derive, failed_episode, model_call_counts
+from .lock import RunLock
+from .prefix import copied_episode, derive, failed_episode
 from .prefix import link as prefix_link
 from .pricing import price_of, usage_cost
 from .ray_backend import RayBackend
+from .scan import model_call_counts_scan, scan_run, summarize_scan
 from .stops import RunStops
 from .store import RunStore
 from .sweep import Cell, Family, grid_size, plan
@@ -38,11 +42,12 @@ from .workbench import EpisodeJob, Workbench
 
 @dataclass
 class RunResult:
+    """What a run did. `episodes` and `verdicts` are read from the store when first asked for, as the store
+    was when the run ended (`sizes`: bytes of episodes.jsonl and verdicts.jsonl then; both are append-only)."""
+
     run_dir: Path
     run_id: str
     summary: dict[str, Any]
-    episodes: list[Episode] = field(default_factory=list)
-    verdicts: list[Verdict] = field(default_factory=list)
     ran: int = 0
     grid: int = 0
     """Episodes in the run's grid."""
@@ -52,6 +57,15 @@ class RunResult:
     """Why the run stopped before playing its whole grid (None when it did not), set by what stopped it."""
     unwritten: list[str] = field(default_factory=list)
     """One message per record (episode or verdict) that could not be written to the store."""
+    sizes: tuple[int, int] | None = None
+
+    @cached_property
+    def episodes(self) -> list[Episode]:
+        return RunStore(self.run_dir).episodes(upto=self.sizes[0] if self.sizes else None)
+
+    @cached_property
+    def verdicts(self) -> list[Verdict]:
+        return RunStore(self.run_dir).verdicts(upto=self.sizes[1] if self.sizes else None)
 
 
 def git_hash() -> str | None:
@@ -116,22 +130,33 @@ def default_run_id(bench: Workbench, config: RunConfig) -> str:
 
 
 async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | None], None] | None = None,
-                  force: bool = False, on_start: Callable[[int, int], None] | None = None) -> RunResult:
+                  force: bool = False, on_start: Callable[[int, int], None] | None = None,
+                  run_dir: str | Path | None = None) -> RunResult:
     """Play every missing episode of the grid, judge what lacks a verdict, write the summary.
 
-    With a live-web mode and no `tool_options.cassette`, the cassette is
-    `<run dir>/cassettes.sqlite`."""
+    The run directory is `run_dir` when given (resume in place: a moved or renamed
+    run continues where it lies), else `<out>/<run id>`. It is locked for the whole
+    run (`runs.lock`): a second writer stops at once. With a live-web mode and no
+    `tool_options.cassette`, the cassette is `<run dir>/cassettes.sqlite`."""
     config = config.model_copy(deep=True)
     bench = Workbench(config)
     try:
-        return await _execute(config, bench, progress=progress, force=force, on_start=on_start)
+        return await _execute(config, bench, progress=progress, force=force, on_start=on_start, run_dir=run_dir)
     finally:
         await bench.aclose()
 
 
-async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start) -> RunResult:
+async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start,
+                   run_dir: str | Path | None) -> RunResult:
     run_id = config.run_id or default_run_id(bench, config)
-    store = RunStore(Path(config.out) / run_id)
+    store = RunStore(Path(run_dir) if run_dir is not None else Path(config.out) / run_id)
+    with RunLock(store.dir, "arena run"):
+        return await _execute_locked(config, bench, progress=progress, force=force, on_start=on_start,
+                                     run_id=run_id, store=store)
+
+
+async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start, run_id: str,
+                          store: RunStore) -> RunResult:
     judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl")
     for judge_id in sorted({judge_for_task(task, config.judge or AUTO) for _, task in bench.pairs}):
         judges.get(judge_id)
@@ -169,11 +194,13 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             if now and now != learned:
                 learned.update(now)
                 store.update_info({"learned_limits": dict(learned)})
+        done = {key: entry for key, entry in store.index().latest().items() if entry.finish != "error"}
         families = plan(bench)
         judge_name = config.judge or AUTO
         judge_endpoint = endpoint_of(config.judge_options)
-        verdicts_done = {(v.episode_id, v.judge) for v in store.verdicts()}
-        unjudged = [e for e in done.values() if (e.id, judge_for(e, judge_name)) not in verdicts_done]
+        verdicts_done = store.verdict_pairs()
+        unjudged = [store.read_episode(entry) for entry in done.values()
+                    if (entry.id, judge_for_task(entry, judge_name)) not in verdicts_done]
         missing = sum(1 for f in families for c in f.cells if c.key not in done)
         if on_start:
             on_start(missing + len(unjudged), grid_size(families))
@@ -236,7 +263,7 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             todo = [c for c in rest if c.key not in done]
             if head.key in done and not todo:
                 return
-            source = done.get(head.key) or await play(head.job())
+            source = store.read_episode(done[head.key]) if head.key in done else await play(head.job())
             await asyncio.gather(*(derive_cell(source, cell) for cell in todo))
 
         async def rejudge(episode: Episode) -> None:
@@ -245,7 +272,8 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
             if progress:
                 progress(episode, verdict)
 
-        tasks.extend(asyncio.ensure_future(c) for c in [*(run_family(f) for f in families),
+        open_families = [f for f in families if any(c.key not in done for c in f.cells)]  # the rest has nothing to do
+        tasks.extend(asyncio.ensure_future(c) for c in [*(run_family(f) for f in open_families),
                                                         *(rejudge(e) for e in unjudged)])
         outcomes = await asyncio.gather(*tasks, return_exceptions=True)
         failures = [o for o in outcomes if isinstance(o, BaseException) and not isinstance(o, asyncio.CancelledError)]
@@ -254,25 +282,32 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
         if stops.message is None and any(isinstance(o, asyncio.CancelledError) for o in outcomes):
             raise asyncio.CancelledError()
         save_learned()
-        episodes, verdicts = store.episodes(), store.verdicts()
-        summary = summarize(episodes, verdicts, judge_name)
-        summary.update({"run_id": run_id, "judges": judges.describe(), "model_calls": model_call_counts(episodes)})
-        add_costs(summary, episodes, prices)
-        add_judge_usage(summary, verdicts, price_of(config.judge_options.get("model")))
+        scan = scan_run(store)
+        summary = summarize_scan(scan, judge_name)
+        summary.update({"run_id": run_id, "judges": judges.describe(), "model_calls": model_call_counts_scan(scan)})
+        recorded = scan_keys(store)
+        result = RunResult(run_dir=store.dir, run_id=run_id, summary=summary, ran=missing, sizes=store.sizes(),
+                           grid=grid_size(families), unwritten=unwritten, stopped=stops.message,
+                           unrecorded=sum(1 for f in families for c in f.cells if c.key not in recorded))
+        warnings = list(info["warnings"])
+        if missing or unjudged or not store.summary_path.is_file():
+            add_costs(summary, result.episodes, prices)
+            add_judge_usage(summary, result.verdicts, price_of(config.judge_options.get("model")))
+            warnings += truncation_warnings(result.episodes)
+        else:  # nothing new was played or judged: the figures read from trajectories are those of last time
+            previous = json.loads(store.summary_path.read_text())
+            summary.update({k: previous[k] for k in ("cost", "judge_cost", "judge_tokens") if k in previous})
+            warnings += [w for w in previous.get("warnings", []) if w not in warnings]
         if learned:
             summary["learned_limits"] = learned
         if stops.message:
             summary["stopped"] = stops.message
-        warnings = info["warnings"] + truncation_warnings(episodes)
         if warnings:
             summary["warnings"] = warnings
         if config.shares_prefixes():
             summary["prefix_sharing"] = True
         store.write_summary(summary)
-        recorded = {e.key for e in episodes}
-        return RunResult(run_dir=store.dir, run_id=run_id, summary=summary, episodes=episodes, verdicts=verdicts,
-                         ran=missing, grid=grid_size(families), unwritten=unwritten, stopped=stops.message,
-                         unrecorded=sum(1 for f in families for c in f.cells if c.key not in recorded))
+        return result
     finally:
         await judges.aclose()
         if backend is not None:
@@ -290,6 +325,11 @@ def _spent_usage(episode: Episode) -> Usage:
     calls = episode.meta.get("model_calls")
     steps = episode.steps if not isinstance(calls, int) else episode.steps[len(episode.steps) - calls:] if calls else []
     return sum((s.usage for s in steps), Usage())
+
+
+def scan_keys(store: RunStore) -> set[str]:
+    """Episode keys with a record in the store (from its index)."""
+    return set(store.index().latest())
 
 
 def add_costs(summary: dict[str, Any], episodes: list[Episode], prices: dict[str, Any]) -> None:

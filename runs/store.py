@@ -2,12 +2,15 @@
 
     <out>/<run-id>/run.json         config (secrets redacted), versions, git hash, fingerprint
                   /episodes.jsonl   one Episode per line (flushed and fsynced per line)
+                  /episodes.idx     key -> byte offset of each record (`runs.run_index`, rebuildable)
                   /verdicts.jsonl   one Verdict per line
                   /blobs/sha256/..  images by content hash
                   /summary.json     metrics recomputed from the two .jsonl files
+                  /.lock            held by the process writing the run (`runs.lock`)
 
-A line cut short by a kill is dropped when the store is reopened; the latest
-record of an episode key wins, so a retried episode supersedes its errored try.
+A line cut short by a kill is ignored by readers and cut by the next append
+(`arena.jsonl`); the latest record of an episode key wins, so a retried episode
+supersedes its errored try.
 """
 
 from __future__ import annotations
@@ -17,14 +20,17 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, TypeVar
 
+import orjson
 from pydantic import BaseModel, ValidationError
 
 from arena.blobs import BlobStore
+from arena.jsonl import append_line, repair_torn_tail
 from arena.trajectory import Episode
 from arena.verdict import Verdict
 
 from .records import RunInfo, RunSummary
 from .reduce import record_line
+from .run_index import Entry, EpisodeIndex, entry_of, scan_lines
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -33,40 +39,15 @@ class RunStoreError(RuntimeError):
     """A run directory that cannot be used as asked (config mismatch, corrupt line)."""
 
 
-def repair_torn_tail(path: Path) -> int:
-    """Cut a trailing partial line (no newline) left by a killed writer; returns bytes removed."""
-    if not path.is_file():
-        return 0
-    size = path.stat().st_size
-    if size == 0:
-        return 0
-    with path.open("rb+") as fh:
-        fh.seek(-1, os.SEEK_END)
-        if fh.read(1) == b"\n":
-            return 0
-        block = min(size, 1 << 20)
-        pos = size
-        while pos > 0:
-            start = max(0, pos - block)
-            fh.seek(start)
-            chunk = fh.read(pos - start)
-            cut = chunk.rfind(b"\n")
-            if cut != -1:
-                keep = start + cut + 1
-                break
-            pos = start
-        else:
-            keep = 0
-        fh.truncate(keep)
-        return size - keep
-
-
-def read_records(path: Path, model: type[M]) -> Iterator[M]:
+def read_records(path: Path, model: type[M], upto: int | None = None) -> Iterator[M]:
+    """The records of a .jsonl file (a torn last line ignored); with `upto`, only those in its first bytes."""
     if not path.is_file():
         return
-    with path.open(encoding="utf-8") as fh:
+    offset = 0
+    with path.open("rb") as fh:
         for lineno, line in enumerate(fh, 1):
-            if not line.endswith("\n"):
+            offset += len(line)
+            if not line.endswith(b"\n") or (upto is not None and offset > upto):
                 return
             if not line.strip():
                 continue
@@ -87,6 +68,7 @@ class RunStore:
         self.run_json = self.dir / "run.json"
         self.summary_path = self.dir / "summary.json"
         self.blobs = BlobStore(self.dir / "blobs")
+        self._index: EpisodeIndex | None = None
 
     def exists(self) -> bool:
         return self.run_json.is_file()
@@ -107,6 +89,7 @@ class RunStore:
         self._write_json(self.run_json, _checked(RunInfo, info, self.run_json))
         for path in (self.episodes_path, self.verdicts_path):
             repair_torn_tail(path)
+        self._index = None
 
     def info(self) -> dict[str, Any]:
         """run.json, checked against `RunInfo` (an error names the file and field)."""
@@ -121,15 +104,33 @@ class RunStore:
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
         os.replace(tmp, path)
 
-    def _append(self, path: Path, record: BaseModel) -> None:
-        line = record_line(record)
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+    def _append(self, path: Path, record: BaseModel) -> int:
+        return append_line(path, record_line(record).encode())
+
+    def index(self, persist: bool = True) -> EpisodeIndex:
+        """The episode index, checked against episodes.jsonl when first asked for (see `runs.run_index`).
+
+        Writers (holding the run's lock) persist its repairs; readers pass `persist=False`."""
+        if self._index is None or (persist and not self._index.persist):
+            self._index = EpisodeIndex.load(self.episodes_path, persist)
+        return self._index
 
     def append_episode(self, episode: Episode) -> None:
-        self._append(self.episodes_path, episode)
+        index = self.index()
+        line = record_line(episode).encode()
+        offset = append_line(self.episodes_path, line)
+        index.add(entry_of(line, offset))
+
+    def read_episode(self, entry: Entry) -> Episode:
+        """The episode record an index entry points at."""
+        with self.episodes_path.open("rb") as fh:
+            fh.seek(entry.offset)
+            line = fh.read(entry.length)
+        try:
+            return Episode.model_validate_json(line)
+        except ValidationError as exc:
+            raise RunStoreError(f"{self.episodes_path}: byte {entry.offset}: not a valid Episode record: "
+                                f"{exc.errors()[0]['msg']}") from None
 
     def append_verdict(self, verdict: Verdict) -> None:
         self._append(self.verdicts_path, verdict)
@@ -137,15 +138,33 @@ class RunStore:
     def all_episodes(self) -> list[Episode]:
         return list(read_records(self.episodes_path, Episode))
 
-    def episodes(self) -> list[Episode]:
-        """The latest record of each episode key, in first-seen order."""
+    def episodes(self, upto: int | None = None) -> list[Episode]:
+        """The latest record of each episode key, in first-seen order (of the file's first `upto` bytes)."""
         latest: dict[str, Episode] = {}
-        for episode in read_records(self.episodes_path, Episode):
+        for episode in read_records(self.episodes_path, Episode, upto):
             latest[episode.key] = episode
         return list(latest.values())
 
-    def verdicts(self) -> list[Verdict]:
-        return list(read_records(self.verdicts_path, Verdict))
+    def verdicts(self, upto: int | None = None) -> list[Verdict]:
+        return list(read_records(self.verdicts_path, Verdict, upto))
+
+    def sizes(self) -> tuple[int, int]:
+        """Bytes of episodes.jsonl and verdicts.jsonl now: what `episodes(upto=)` and `verdicts(upto=)` take to
+        read the store as it is at this moment (the files are append-only)."""
+        return tuple(p.stat().st_size if p.is_file() else 0 for p in (self.episodes_path, self.verdicts_path))
+
+    def verdict_pairs(self) -> set[tuple[str, str]]:
+        """(episode id, judge) of every verdict record, read without building Verdict objects."""
+        pairs: set[tuple[str, str]] = set()
+        for lineno, (_, line) in enumerate(scan_lines(self.verdicts_path) if self.verdicts_path.is_file() else [], 1):
+            if not line.strip():
+                continue
+            try:
+                record = orjson.loads(line)
+                pairs.add((str(record["episode_id"]), str(record["judge"])))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise RunStoreError(f"{self.verdicts_path}:{lineno}: not a valid Verdict record: {exc}") from None
+        return pairs
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         self._write_json(self.summary_path, _checked(RunSummary, summary, self.summary_path))

@@ -15,7 +15,7 @@ from runs.cli.main import app
 from runs.config import RunConfig
 from runs.rundata import load_run
 from runs.runner import run
-from runs.viewer import build_viewer, viewer_data
+from runs.viewer import build_viewer, viewer_data, write_viewer
 
 playwright_api = pytest.importorskip("playwright.async_api")
 
@@ -123,3 +123,111 @@ def test_side_by_side_of_two_runs(tiny_data: Path, tmp_path: Path) -> None:
     assert problems == []
     assert seen["rows"] == 2 and seen["differ"] == 2
     assert seen["columns"] == 2 and seen["heads"] == ["first", "second"]
+
+
+MARKERS = "%JS% %CSS% %IMAGES% %DATA% %INDEX% %SHARDS% %TITLE% %SUMMARY%"
+
+
+@pytest.mark.parametrize("single", [True, False])
+def test_template_markers_in_model_text_render_as_text(tiny_data: Path, tmp_path: Path, single: bool) -> None:
+    script = {"q1": [{"text": f"<think>{MARKERS}</think><answer>{MARKERS}</answer>"}], "q2": [{"answer": MARKERS}]}
+    result = make_run(tiny_data, tmp_path, "markers", script=script)
+    page_path = write_viewer([load_run(result.run_dir)], result.run_dir / "viewer.html", single=single,
+                             shard_episodes=1)
+
+    async def actions(page):
+        seen = {"rows": await page.locator("tr.row").count(), "count": await page.inner_text("#count")}
+        await page.locator("tr.row").first.click()
+        await page.wait_for_selector(".detail .step")
+        seen["detail"] = await page.inner_text(".detail")
+        seen["css"] = await page.evaluate("getComputedStyle(document.querySelector('table')).borderCollapse")
+        return seen
+
+    problems, seen = asyncio.run(open_page(page_path, actions))
+    assert problems == []
+    assert seen["rows"] == 4 and seen["count"].startswith("4 of 4")
+    assert f"answer: {MARKERS}" in seen["detail"]
+    assert seen["css"] == "collapse"  # the page's own style survived
+
+
+def test_large_run_layout_loads_episodes_and_images_on_demand(tiny_data: Path, tmp_path: Path) -> None:
+    result = make_run(tiny_data, tmp_path, "sharded")
+    page_path = write_viewer([load_run(result.run_dir)], result.run_dir / "viewer.html", single=False,
+                             shard_episodes=1)
+    shards = sorted(p.name for p in (result.run_dir / "viewer-view").iterdir())
+    assert [n for n in shards if n.startswith("e-")] == [f"e-{i:05d}.js" for i in range(4)]
+    assert any(n.startswith("i-") for n in shards)
+    html_text = page_path.read_text()
+    assert "data:image/jpeg" not in html_text and "Title 1: Orvanta" not in html_text  # only the index is inline
+
+    async def actions(page):
+        loaded = "[...document.scripts].filter(s => s.src).map(s => s.src.split('/').pop())"
+        seen = {"before": await page.evaluate(loaded)}
+        await page.select_option("#f-tool", "image_zoom_in_tool")
+        await page.locator("tr.row").first.click()
+        await page.wait_for_selector(".detail .box")
+        seen["src"] = await page.locator(".detail .shot img").first.get_attribute("src")
+        seen["detail"] = await page.inner_text(".detail")
+        seen["after"] = await page.evaluate(loaded)
+        await page.select_option("#f-tool", "")
+        await page.fill("#f-text", "mirelle")
+        await page.wait_for_function("() => document.getElementById('count').dataset.query === 'mirelle'")
+        seen["search"] = await page.inner_text("#count")
+        seen["xss"] = await page.evaluate("window.__xss === undefined")
+        return seen
+
+    problems, seen = asyncio.run(open_page(page_path, actions))
+    assert problems == []
+    assert seen["before"] == []
+    assert seen["src"].startswith("data:image/jpeg;base64,")
+    assert PAYLOAD in seen["detail"] and "Title 1: Orvanta Lighthouse - Wiki" in seen["detail"]
+    assert len([s for s in seen["after"] if s.startswith("e-")]) == 1 and any(s.startswith("i-") for s in seen["after"])
+    assert seen["search"].startswith("2 of 4")
+    assert seen["xss"] is True
+
+
+def test_view_serve_serves_the_page_and_its_shards(tiny_data: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import httpx
+
+    result = make_run(tiny_data, tmp_path, "served")
+    page_path = result.run_dir / "viewer.html"
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("arena")), "view", str(result.run_dir), "--layout", "sharded",
+                             "--serve", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = None
+        for line in proc.stdout:
+            if line.startswith("serving "):
+                url = line.split()[1]
+                break
+        assert url is not None and url.startswith("http://127.0.0.1:") and url.endswith("/viewer.html")
+        assert httpx.get(url).text == page_path.read_text()
+        shard = httpx.get(url.replace("viewer.html", "viewer-view/e-00000.js"))
+        assert shard.status_code == 200 and shard.text.startswith('__arenaShard("e",0,')
+        for private in ("run.json", "episodes.jsonl", "../run.json", "viewer-view/../run.json", "viewer-view/"):
+            assert httpx.get(url.replace("viewer.html", private)).status_code == 404, private
+
+        async def browse():
+            from tools.chromium import launch_chromium
+
+            async with playwright_api.async_playwright() as p:
+                browser = await launch_chromium(p)
+                try:
+                    page = await browser.new_page()
+                    problems: list[str] = []
+                    page.on("pageerror", lambda e: problems.append(str(e)))
+                    await page.goto(url)
+                    await page.locator("tr.row").first.click()
+                    await page.wait_for_selector(".detail .step")
+                    return problems, await page.locator("tr.row").count()
+                finally:
+                    await browser.close()
+
+        problems, rows = asyncio.run(browse())
+        assert problems == [] and rows == 4
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
 import typer
@@ -45,7 +46,7 @@ def fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def execute_with_progress(config: RunConfig, force: bool = False) -> RunResult:
+def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path | None = None) -> RunResult:
     """Run with a progress bar; errors in the data or the config end with a clear message."""
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
@@ -62,7 +63,7 @@ def execute_with_progress(config: RunConfig, force: bool = False) -> RunResult:
             bar.update(state["task"], advance=1,
                        status=f"correct {state['correct']}  errors {state['errors']}")
 
-        return asyncio.run(execute(config, progress=on_episode, on_start=on_start, force=force))
+        return asyncio.run(execute(config, progress=on_episode, on_start=on_start, force=force, run_dir=run_dir))
 
 
 def print_result(result: RunResult) -> None:

@@ -12,9 +12,9 @@ from arena.judge import JUDGES
 from arena.settings import SETTINGS
 from arena.tool import TOOLS
 from arena.world import WORLD_BUILDERS
-from judges.metrics import summarize
 from runs.demo import run_demo
 from runs.plugins import load_plugins
+from runs.scan import summarize_store
 from runs.store import RunStore
 from runs.table import summary_table, support_lines
 
@@ -30,7 +30,7 @@ def summary(run_dir: Path, judge: str = typer.Option("auto", help="Whose verdict
     if not store.exists():
         fail(f"{run_dir}: not a run directory (no run.json)")
     try:
-        result = summarize(store.episodes(), store.verdicts(), judge)
+        result = summarize_store(store, judge)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     console.print(summary_table(result, title=f"{run_dir.name} (judge: {judge})"))

@@ -1,4 +1,4 @@
-"""Run-level commands of the `arena` CLI: run/sweep, resume, judge, report, view, replay, fork."""
+"""Run-level commands of the `arena` CLI: run/sweep, resume, judge, report, view, replay, fork, doctor."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from arena.agent import AGENTS
 from arena.budget import Budget
 from arena.tool import ToolOptions
 from runs.config import AgentChoice, EndpointLimit, RunConfig
+from runs.doctor import check_run
 from runs.fork import fork_config
 from runs.plugins import accepted_options, load_plugins
 from runs.pricing import parse_price
@@ -20,6 +21,7 @@ from runs.rejudge import rejudge
 from runs.replay import check_episode, show_episode
 from runs.report import build_report
 from runs.rundata import load_run
+from runs.serve import serve_viewer
 from runs.store import RunStore
 from runs.table import summary_table, support_lines
 from runs.viewer import write_viewer
@@ -205,14 +207,17 @@ def resume(run_dir: Path,
            force: bool = typer.Option(False, help="Continue even if the recorded configuration does not match."),
            retry_errors: bool = typer.Option(False, help="Also play again episodes the server rejected.")
            ) -> None:
-    """Finish a run: skip finished episodes, retry errored ones, judge what lacks a verdict."""
+    """Finish a run in place: skip finished episodes, retry errored ones, judge what lacks a verdict.
+
+    RUN_DIR itself is continued wherever it lies and whatever its name (the recorded run id is kept)."""
     store = RunStore(run_dir)
     if not store.exists():
-        fail(f"{run_dir}: not a run directory (no run.json)")
+        what = "no such directory" if not run_dir.exists() else "no run.json in it"
+        fail(f"{run_dir}: not a run directory ({what}); give the directory that holds run.json and episodes.jsonl")
     try:
         info = store.info()
-    except (ValueError, RuntimeError, OSError) as exc:
-        fail(str(exc))
+    except (OSError, ValueError, RuntimeError) as exc:
+        fail(f"{store.run_json}: not readable as a run record: {exc}")
     try:
         config = RunConfig.model_validate(info.get("config") or {})
     except ValueError as exc:
@@ -225,7 +230,7 @@ def resume(run_dir: Path,
         update["retry_errors"] = True
     config = RunConfig.model_validate({**config.model_dump(), **update})
     try:
-        result = execute_with_progress(config, force=force)
+        result = execute_with_progress(config, force=force, run_dir=run_dir)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     finish_run(result)
@@ -297,18 +302,31 @@ def report(runs: list[Path] = typer.Argument(..., help="Run directories."),
 def view(runs: list[Path] = typer.Argument(..., help="A run directory, or two to compare."),
          out: Optional[Path] = typer.Option(None, help="HTML file (default: RUN/viewer.html, RUN/compare-RUN2.html)."),
          judge: str = typer.Option("auto", help="Whose verdicts count."),
-         max_side: Optional[int] = typer.Option(None, help="Longest side of embedded images (default: by count).")
+         max_side: Optional[int] = typer.Option(None, help="Longest side of embedded images (default: by count)."),
+         layout: str = typer.Option("auto", help="auto (one file up to 500 episodes, else page + shards), single or "
+                                    "sharded."),
+         serve: bool = typer.Option(False, help="Also serve the viewer over HTTP (for a remote machine)."),
+         host: str = typer.Option("127.0.0.1", help="Address to serve on (with --serve)."),
+         port: int = typer.Option(8765, help="Port to serve on (with --serve; 0 picks a free one).")
          ) -> None:
-    """Write one self-contained static HTML viewer (opens offline) of a run, or a side-by-side of two."""
+    """Write a static HTML viewer of a run (or a side-by-side of two) that opens from the file system: one file
+    for small runs, the page plus a `-view/` directory of shards loaded on demand for large ones."""
     if len(runs) > 2:
         fail("view takes one run, or two to compare")
+    if layout not in ("auto", "single", "sharded"):
+        fail(f"--layout must be auto, single or sharded, got {layout!r}")
     try:
         data = [load_run(r, judge) for r in runs]
         target = out or (runs[0] / ("viewer.html" if len(runs) == 1 else f"compare-{runs[1].resolve().name}.html"))
-        path = write_viewer(data, target, max_side=max_side)
+        path = write_viewer(data, target, max_side=max_side, single=None if layout == "auto" else layout == "single")
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     console.print(f"viewer: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    if serve:
+        try:
+            serve_viewer(path, host, port, lambda url: console.print(f"serving {url} (Ctrl-C to stop)", markup=False))
+        except OSError as exc:
+            fail(f"cannot serve on {host}:{port}: {exc}")
 
 
 @app.command()
@@ -390,3 +408,26 @@ def fork(run_dir: Path,
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     finish_run(result)
+
+
+@app.command()
+def doctor(run_dir: Path,
+           repair: bool = typer.Option(False, help="Repair what can be repaired (cut torn lines, quarantine corrupt "
+                                       "ones, rebuild the index, recompute summary.json).")) -> None:
+    """Check a run directory: torn or corrupt lines, orphan verdicts, missing images, stale index, summary equal
+    to its recomputation. Exits 1 when a problem is left."""
+    try:
+        report = check_run(run_dir, repair=repair)
+    except (ValueError, RuntimeError, OSError) as exc:
+        fail(str(exc))
+    counts = ", ".join(f"{v} {k}" for k, v in report.counts.items())
+    console.print(f"{run_dir}: {counts}", highlight=False)
+    for finding in report.findings:
+        console.print(finding.line(), markup=False, highlight=False)
+    if report.ok:
+        console.print("[green]ok[/green]" + (" (after repair)" if report.findings else ""))
+        return
+    left = [f for f in report.findings if not f.repaired]
+    hint = " (run again with --repair)" if not repair and any(f.repairable for f in left) else ""
+    console.print(f"[red]{len(left)} problem(s) left[/red]{hint}")
+    raise typer.Exit(1)

@@ -87,7 +87,7 @@ def entry_of(line: bytes, offset: int) -> Entry:
         int(e.get("repeat", 0)), str(task["id"]), task.get("level"), task.get("category"), str(task["suite"]),
         int(totals.get("tool_calls", 0)), dict(totals.get("calls_per_tool") or {}), tools,
         int(totals.get("rounds", 0)), int(totals.get("invalid_calls", 0)), int(totals.get("ignored_calls", 0)),
-        int(totals.get("prompt_tokens", 0)), int(totals.get("completion_tokens", 0)), float(totals.get("seconds", 0.0)),
+        int(totals.get("prompt_tokens") or 0), int(totals.get("completion_tokens") or 0), float(totals.get("seconds", 0.0)),
         int(calls) if isinstance(calls, int) and not isinstance(calls, bool) else steps, steps)
 
 

@@ -53,21 +53,21 @@ class RunScan:
     store: RunStore
     cols: dict[str, list[Any]] = field(default_factory=dict)
     records: int = 0
-    verdict_rows: list[tuple[str, str, float, bool, bool]] = field(default_factory=list)
+    verdict_rows: list[tuple[str, str, float, bool, bool, str | None]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.cols.get("id", []))
 
-    def chosen(self, judge: str) -> dict[int, tuple[float, bool, bool]]:
-        """Row -> (score, correct, judge error?) of the last verdict by the judge that counts."""
+    def chosen(self, judge: str) -> dict[int, tuple[float, bool, bool, str | None]]:
+        """Row -> (score, correct, judge error?, evidence verdict) of the last verdict by the judge that counts."""
         want = {}
         for row, task_judge in enumerate(self.cols["judge"]):
             want[self.cols["id"][row]] = (row, judge_for_task(TaskJudge(task_judge), judge))
-        out: dict[int, tuple[float, bool, bool]] = {}
-        for episode_id, verdict_judge, score, correct, errored in self.verdict_rows:
+        out: dict[int, tuple[float, bool, bool, str | None]] = {}
+        for episode_id, verdict_judge, score, correct, errored, supported in self.verdict_rows:
             hit = want.get(episode_id)
             if hit is not None and hit[1] == verdict_judge:
-                out[hit[0]] = (score, correct, errored)
+                out[hit[0]] = (score, correct, errored, supported)
         return out
 
     def episode(self, row: int) -> Episode:
@@ -96,7 +96,7 @@ def scan_run(store: RunStore) -> RunScan:
             try:
                 v = orjson.loads(line)
                 scan.verdict_rows.append((str(v["episode_id"]), str(v["judge"]), float(v["score"]),
-                                          bool(v["correct"]), v.get("error") is not None))
+                                          bool(v["correct"]), v.get("error") is not None, v.get("supported")))
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise RunStoreError(f"{path}:{lineno}: not a valid Verdict record: {type(exc).__name__}: {exc}"
                                     ) from None
@@ -111,7 +111,16 @@ def _pct(value: float | None) -> float | None:
     return None if value is None else round(100.0 * value, 4)
 
 
-def _group_metrics(scan: RunScan, rows: list[int], chosen: dict[int, tuple[float, bool, bool]]
+def _support_counts(verdicts: list[tuple[float, bool, bool, str | None] | None]) -> dict[str, int]:
+    """`judges.metrics.support_counts` over verdict tuples."""
+    assessed = [v[3] for v in verdicts if v is not None and not v[2] and v[1] and v[3] is not None]
+    if not assessed:
+        return {}
+    return {"correct_supported": assessed.count("yes"), "correct_unsupported": assessed.count("no"),
+            "correct_support_unknown": assessed.count("unknown")}
+
+
+def _group_metrics(scan: RunScan, rows: list[int], chosen: dict[int, tuple[float, bool, bool, str | None]]
                    ) -> dict[str, Any]:
     """`judges.metrics.group_metrics`, over columns (same sums, same order, same rounding)."""
     c = scan.cols
@@ -141,6 +150,7 @@ def _group_metrics(scan: RunScan, rows: list[int], chosen: dict[int, tuple[float
         "pass1_std": _pct(statistics.stdev(repeat_means)) if len(repeat_means) > 1 else 0.0,
         "pass1_per_repeat": [_pct(m) for m in repeat_means],
         "correct": sum(1 for v in verdicts if v is not None and not v[2] and v[1]),
+        **_support_counts(verdicts),
         "levels": {k: _pct(_mean(v)) for k, v in sorted(by_level.items())},
         "level_counts": {k: len(v) for k, v in sorted(by_level.items())},
         "categories": {k: _pct(_mean(v)) for k, v in sorted(by_category.items())},

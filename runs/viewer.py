@@ -111,14 +111,15 @@ def step_view(step: dict[str, Any], context: list[str]) -> dict[str, Any]:
         "arguments": compact_json(arguments) if arguments is not None else None,
     }
     notes = []
-    if step.input.elided_images or step.input.elided_texts:
-        parts = ([f"img_idx {', '.join(map(str, step.input.elided_images))}"] if step.input.elided_images else []) + \
-                ([f"tool output of round(s) {', '.join(map(str, step.input.elided_texts))}"]
-                 if step.input.elided_texts else [])
-        notes.append(f"left out of the model's context: {'; '.join(parts)} ({step.input.elision_reason})")
-    if step.finish_reason == "length":
+    given = step.get("input") or {}
+    elided_images, elided_texts = given.get("elided_images") or [], given.get("elided_texts") or []
+    if elided_images or elided_texts:
+        parts = ([f"img_idx {', '.join(map(str, elided_images))}"] if elided_images else []) + \
+                ([f"tool output of round(s) {', '.join(map(str, elided_texts))}"] if elided_texts else [])
+        notes.append(f"left out of the model's context: {'; '.join(parts)} ({given.get('elision_reason')})")
+    if step.get("finish_reason") == "length":
         notes.append("the server cut this reply at its token limit (finish_reason length)")
-    if step.answer_tagged is False:
+    if step.get("answer_tagged") is False:
         notes.append("the answer was not inside <answer></answer>")
     if notes:
         view["note"] = " · ".join(notes)

@@ -214,7 +214,7 @@ def test_view_serve_serves_the_page_and_its_shards(tiny_data: Path, tmp_path: Pa
             from tools.chromium import launch_chromium
 
             async with playwright_api.async_playwright() as p:
-                browser = await launch_chromium(p)
+                browser = await launch_chromium(p, contained=False)  # it must reach the local server
                 try:
                     page = await browser.new_page()
                     problems: list[str] = []

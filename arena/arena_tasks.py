@@ -114,7 +114,7 @@ def _is_task_file(path: Path) -> bool:
     return isinstance(record, dict) and "question" in record and "answers" in record
 
 
-@register_loader("world", detect=is_world)
+@register_loader("world", detect=is_world, published=False)
 def load_world(path: Path, root: Path | None = None) -> list[Dataset]:
     info = read_world(path)
     tasks_file = path / "tasks.jsonl"
@@ -127,7 +127,7 @@ def load_world(path: Path, root: Path | None = None) -> list[Dataset]:
                     meta={"world": info.model_dump()})]
 
 
-@register_loader("tasks", detect=_is_task_file)
+@register_loader("tasks", detect=_is_task_file, published=False)
 def load_tasks(path: Path, root: Path | None = None) -> list[Dataset]:
     base = (root or path.parent).resolve()
     corpus = base / "corpus"

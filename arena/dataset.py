@@ -56,19 +56,21 @@ class Loader:
     name: str
     detect: Callable[[Path], bool]
     load: Callable[..., list[Dataset]]
+    published: bool = True
 
 
 LOADERS: list[Loader] = []
 
 
-def register_loader(name: str, detect: Callable[[Path], bool]):
-    """Decorator: `load(path, root=None) -> list[Dataset]` handles files `detect` accepts."""
+def register_loader(name: str, detect: Callable[[Path], bool], published: bool = True):
+    """Decorator: `load(path, root=None) -> list[Dataset]` handles files `detect` accepts. `published`: the
+    format is a benchmark's public one (its datasets get `meta["published"]`, which picks the default protocol)."""
 
     def wrap(load: Callable[..., list[Dataset]]):
         if any(loader.name == name and loader.load is not load for loader in LOADERS):
             raise ValueError(f"loader {name!r} registered twice")
         if all(loader.name != name for loader in LOADERS):
-            LOADERS.append(Loader(name, detect, load))
+            LOADERS.append(Loader(name, detect, load, published))
         return load
 
     return wrap
@@ -83,6 +85,10 @@ def load_datasets(path: str | Path, root: str | Path | None = None, fmt: str | N
         raise DatasetError(f"{path}: no such file or directory")
     for loader in LOADERS:
         if (fmt and loader.name == fmt) or (not fmt and loader.detect(path)):
-            return loader.load(path, root=Path(root) if root else None)
+            datasets = loader.load(path, root=Path(root) if root else None)
+            for dataset in datasets:
+                dataset.meta.setdefault("format", loader.name)
+                dataset.meta.setdefault("published", loader.published)
+            return datasets
     known = ", ".join(loader.name for loader in LOADERS)
     raise DatasetError(f"{path}: no loader recognises this data (known formats: {known})")

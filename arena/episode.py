@@ -10,6 +10,7 @@ spent) ends an episode with finish_reason "error".
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -26,7 +27,7 @@ from .context_image import ContextImage
 from .dataset import Dataset
 from .images import ImageError
 from .paths import PathEscapeError
-from .protocol import extract_answer
+from .protocol import TurnRule, extract_answer
 from .task import Task, TaskRef
 from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage
 from .trajectory import Episode, Observation, Step, Totals, Usage, clip, episode_key
@@ -44,7 +45,9 @@ class EpisodeSpec:
     answer) played before the agent takes over at round K+1, for forks and for
     budget sweeps that share a trajectory prefix. `prefix_mode="reuse"` keeps their
     observations (their images must be in the episode's blob store);
-    `"replay"` runs their tool calls again against the world.
+    `"replay"` runs their tool calls again against the world. `turn_rule` (protocol
+    `original`) classifies each text turn from its raw output as the suite's published
+    pipeline does, replacing the agent's own parse.
     """
 
     run_id: str
@@ -59,6 +62,7 @@ class EpisodeSpec:
     prompting: Prompting = field(default_factory=Prompting)
     prefix: list[Step] = field(default_factory=list)
     prefix_mode: Literal["reuse", "replay"] = "reuse"
+    turn_rule: TurnRule | None = None
 
     @property
     def key(self) -> str:
@@ -83,6 +87,8 @@ class _Run:
 
     async def load_task_images(self) -> None:
         task, dataset = self.spec.task, self.spec.dataset
+        if task.metadata.get("unplayable"):
+            raise ImageError(f"{dataset.source}: task {task.id!r}: {task.metadata['unplayable']}")
         for i, rel in enumerate(task.images):
             if dataset.embedded is not None and dataset.embedded.owns(rel):
                 data, ext = await asyncio.to_thread(dataset.embedded.read, rel)
@@ -107,6 +113,12 @@ class _Run:
         """The turn as a step that always serialises: text clipped, invalid Unicode replaced (and
         noted), arguments that are not a bounded JSON object turned into an invalid action."""
         self.usage = self.usage + turn.usage
+        rule = self.spec.turn_rule
+        if rule is not None and turn.call_id is None:
+            parsed = rule(turn.output or "")
+            turn = dataclasses.replace(turn, action=parsed.kind, tool=parsed.tool, arguments=parsed.arguments,
+                                       raw_call=parsed.raw_call, answer=parsed.answer, error=parsed.error,
+                                       ignored_calls=parsed.ignored_calls)
         notes: list[str] = []
 
         def text(value: str | None, name: str, limit: int = 65_536) -> str | None:

@@ -50,6 +50,8 @@ def final_output(episode: Episode) -> str:
     if not episode.steps:
         return "" if episode.answer is None else f"<answer>{episode.answer}</answer>{TURN_END}"
     last = episode.steps[-1]
+    if last.action == "invalid" and (last.error or "").startswith("crash:"):
+        return ""  # protocol original: the published pipeline failed on this sample and scored it 0
     if last.action == "tool_call" and not last.final_turn:
         return f"{TURN_END}\n{ASSISTANT_MARK}\n"
     text = last.output or (f"<answer>{last.answer}</answer>" if last.answer else "")

@@ -49,6 +49,9 @@ class RunConfig(BaseModel):
     `prefix_sharing` (None = automatic) derives the smaller budgets of a budget
     sweep from the largest one's trajectory (see `runs.prefix`). `backend` and
     `endpoint_limits` decide scheduling only; `fork` continues a recorded episode.
+    `protocol` (None = by the data: `original` for a published format, `arena` for
+    generated worlds) picks the published pipeline or the arena's; it is resolved and
+    recorded when the run starts.
     """
 
     data: str
@@ -82,6 +85,7 @@ class RunConfig(BaseModel):
     fail_fast: int = Field(3, ge=0)
     price: list[float] | None = Field(None, min_length=2, max_length=2)
     max_cost: float | None = Field(None, gt=0)
+    protocol: Literal["original", "arena"] | None = None
 
     def agent_choices(self) -> list[AgentChoice]:
         """The grid's agents: `agents` when given, else the single `agent` with `agent_options`."""
@@ -98,7 +102,7 @@ class RunConfig(BaseModel):
         keep = self.model_dump(mode="json", exclude={"concurrency", "out", "run_id", "judge", "judge_options",
                                                      "backend", "ray_address", "ray_workers", "endpoint_limits",
                                                      "retry_errors", "fail_fast", "price", "max_cost"})
-        for name in ("agents", "prefix_sharing", "fork"):
+        for name in ("agents", "prefix_sharing", "fork", "protocol"):
             if keep.get(name) in (None, []):
                 keep.pop(name, None)
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:12]

@@ -158,7 +158,12 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
 async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start, run_id: str,
                           store: RunStore) -> RunResult:
     judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl")
-    for judge_id in sorted({judge_for_task(task, config.judge or AUTO) for _, task in bench.pairs}):
+    # Every scoring method a task names (VistaHop's reward_fn + unused_reward_fn under --protocol original) is
+    # computed; the task's own judge is the one that counts.
+    also = {t.id: [j for j in t.metadata.get("judges", []) if j != judge_for_task(t, AUTO)]
+            for _, t in bench.pairs} if (config.judge or AUTO) == AUTO else {}
+    for judge_id in sorted({judge_for_task(task, config.judge or AUTO) for _, task in bench.pairs}
+                           | {j for ids in also.values() for j in ids}):
         judges.get(judge_id)
     tool_extras = config.tool_options.model_extra or {}
     if tool_extras.get("web", "offline") != "offline" and not tool_extras.get("cassette"):
@@ -216,6 +221,10 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
             except (OSError, ValueError) as exc:
                 unwritten.append(f"verdict of episode {episode.key}: {type(exc).__name__}: {exc}")
                 return None
+            for judge_id in also.get(episode.task.id, []):
+                if (episode.id, judge_id) not in verdicts_done:
+                    async with backend.gate.slot(judge_endpoint):
+                        store.append_verdict(await judges.get(judge_id).score(episode, store.blobs))
             return verdict
 
         async def record(episode: Episode) -> Episode:
@@ -284,7 +293,8 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
         save_learned()
         scan = scan_run(store)
         summary = summarize_scan(scan, judge_name)
-        summary.update({"run_id": run_id, "judges": judges.describe(), "model_calls": model_call_counts_scan(scan)})
+        summary.update({"run_id": run_id, "protocol": config.protocol, "judges": judges.describe(),
+                        "model_calls": model_call_counts_scan(scan)})
         recorded = scan_keys(store)
         result = RunResult(run_dir=store.dir, run_id=run_id, summary=summary, ran=missing, sizes=store.sizes(),
                            grid=grid_size(families), unwritten=unwritten, stopped=stops.message,

@@ -18,7 +18,10 @@ def fmt(value: Any, digits: int = 2) -> str:
 
 def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
     """Pass@1 (± std over repeats), per level, tool use and finish reasons per (agent, setting, max rounds)."""
-    table = Table(title=title or f"judge: {summary.get('judge')}", show_lines=False)
+    title = title or f"judge: {summary.get('judge')}"
+    if summary.get("protocol") and "protocol:" not in title:
+        title += f" · protocol: {summary['protocol']}"
+    table = Table(title=title, show_lines=False)
     for name, justify in [("agent", "left"), ("setting", "left"), ("N", "right"), ("episodes", "right"),
                           ("Pass@1 %", "right"), ("L1", "right"), ("L2", "right"), ("L3", "right"),
                           ("calls", "right"), ("rounds", "right"), ("util %", "right"), ("invalid", "right"),

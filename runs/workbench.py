@@ -16,6 +16,7 @@ from arena.agent import AGENTS, Agent, Prompting
 from arena.blobs import BlobStore
 from arena.dataset import Dataset, load_datasets
 from arena.episode import EpisodeSpec, run_episode
+from arena.protocol import ORIGINAL_DATASET_RULES, ORIGINAL_TURN_RULES, default_protocol
 from arena.task import Task
 from arena.settings import tools_for_setting
 from arena.tool import TOOLS, Tool
@@ -74,6 +75,16 @@ def build_tools(config: RunConfig) -> dict[str, list[Tool]]:
     return per_setting
 
 
+def apply_original_budget(config: RunConfig) -> None:
+    """Under `--protocol original`: no extra final-answer turn and an episode ends at an invalid turn, unless the
+    run's budget says otherwise explicitly."""
+    budget = config.budget
+    if "final_answer_turn" not in budget.model_fields_set:
+        budget.final_answer_turn = False
+    if "on_invalid" not in budget.model_fields_set:
+        budget.on_invalid = "stop"
+
+
 class Workbench:
     """Datasets, agents (wrapped by the endpoint gate) and tools of one run."""
 
@@ -84,6 +95,14 @@ class Workbench:
         if config.corpus:
             for dataset in self.datasets:
                 dataset.corpus = Path(config.corpus).resolve()
+        if config.protocol is None:
+            config.protocol = default_protocol([bool(d.meta.get("published")) for d in self.datasets])
+        if config.protocol == "original":
+            apply_original_budget(config)
+            for dataset in self.datasets:
+                rule = ORIGINAL_DATASET_RULES.get(str(dataset.meta.get("format")))
+                if rule is not None:
+                    rule(dataset)
         self.pairs: list[tuple[Dataset, Task]] = select_tasks(self.datasets, config)
         self.gate = gate or EndpointGate(config.endpoint_limits)
         self.agents: list[Agent] = []
@@ -122,7 +141,9 @@ class Workbench:
         return EpisodeSpec(run_id=run_id, task=task, dataset=dataset, agent=self.agents[job.agent],
                            tools=self.tools_by_setting[job.setting], setting=job.setting, budget=budget,
                            repeat=job.repeat, seed=job.seed, prompting=prompting, prefix=list(job.prefix),
-                           prefix_mode=job.prefix_mode)
+                           prefix_mode=job.prefix_mode,
+                           turn_rule=ORIGINAL_TURN_RULES.get(task.suite) if self.config.protocol == "original"
+                           else None)
 
     async def play(self, job: EpisodeJob, run_id: str, blobs: BlobStore) -> Episode:
         """Run one job to its Episode; model calls made here are recorded in `meta.model_calls`."""

@@ -67,6 +67,10 @@ def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path 
 
 
 def print_result(result: RunResult) -> None:
+    if result.summary.get("protocol"):
+        console.print(f"protocol: {result.summary['protocol']} (each suite's published pipeline)"
+                      if result.summary["protocol"] == "original" else
+                      "protocol: arena (the arena's turn handling; see README 'Protocols')", highlight=False)
     console.print(summary_table(result.summary, title=f"{result.run_id} (judge: {result.summary['judge']})"))
     for line in support_lines(result.summary):
         console.print(line, markup=False)

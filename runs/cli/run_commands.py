@@ -140,8 +140,15 @@ def run_grid(
     web: str = typer.Option("offline", help="offline (world/corpus), live, record, replay or refresh (cassettes)."),
     cassette: Optional[Path] = typer.Option(None, help="Cassette file (default with --web: <run>/cassettes.sqlite)."),
     tool_option: list[str] = typer.Option([], help="Extra tool option key=value."),
-    final_answer_turn: bool = typer.Option(True, help="Ask for an answer when the budget runs out (original: off)."),
-    stop_on_invalid: bool = typer.Option(False, help="End an episode at a malformed call (original behaviour)."),
+    protocol: Optional[str] = typer.Option(
+        None, help="original (each suite's published pipeline, turn by turn) or arena (the arena's improvements); "
+                   "default: original for data in a published format, arena for generated worlds."),
+    final_answer_turn: Optional[bool] = typer.Option(
+        None, "--final-answer-turn/--no-final-answer-turn",
+        help="Ask for an answer when the budget runs out (default: on under arena, off under original)."),
+    stop_on_invalid: Optional[bool] = typer.Option(
+        None, "--stop-on-invalid/--no-stop-on-invalid",
+        help="End an episode at an invalid turn (default: off under arena, on under original)."),
     show_budget: bool = typer.Option(False, help="Tell the agent its round budget (turns prefix sharing off)."),
     limit: Optional[int] = typer.Option(None, help="Only the first N tasks."),
     task: list[str] = typer.Option([], help="Only these task ids."),
@@ -173,6 +180,13 @@ def run_grid(
                                        }.items() if v is not None}
     if backend not in ("asyncio", "ray"):
         fail(f"--backend must be asyncio or ray, got {backend!r}")
+    if protocol not in (None, "original", "arena"):
+        fail(f"--protocol must be original or arena, got {protocol!r}")
+    budget_fields: dict[str, Any] = {}
+    if final_answer_turn is not None:
+        budget_fields["final_answer_turn"] = final_answer_turn
+    if stop_on_invalid is not None:
+        budget_fields["on_invalid"] = "stop" if stop_on_invalid else "observe"
     try:
         config = RunConfig(
             data=str(data), root=str(root) if root else None, fmt=fmt, corpus=str(corpus) if corpus else None,
@@ -185,7 +199,7 @@ def run_grid(
             tool_options=ToolOptions(top_k=top_k, bbox_coords=bbox_coords, image_search=image_search, web=web,
                                      cassette=str(cassette) if cassette else None,
                                      **parse_kv(tool_option, "--tool-option")),
-            budget=Budget(final_answer_turn=final_answer_turn, on_invalid="stop" if stop_on_invalid else "observe"),
+            budget=Budget(**budget_fields), protocol=protocol,
             show_budget=show_budget, limit=limit,
             task_ids=task or None, run_id=run_id, out=str(out), retry_errors=retry_errors,
             price=list(parse_price(price)) if price else None, max_cost=max_cost,

@@ -41,6 +41,23 @@ def _question(prompt: Any, where: str) -> str:
     raise DatasetError(f"{where}: field prompt: no user message with text")
 
 
+def original_item_facts(item: dict[str, Any]) -> dict[str, Any]:
+    """How the published loader (ahang0712/vistahop `evaluation/run_vistahop_eval.py` `load_datasets`) reads this
+    item where the arena reads it differently, kept as `metadata["original"]` for `--protocol original`: the
+    question is the first user message's content only when that content is a string (else empty), and an
+    `image` that is not a list gives no image path, on which the original's sample fails (scored 0)."""
+    facts: dict[str, Any] = {}
+    prompt = item.get("prompt")
+    if isinstance(prompt, list):
+        user = next((m for m in prompt if isinstance(m, dict) and m.get("role") == "user"), None)
+        content = user.get("content", "") if user is not None else ""
+        facts["question"] = content.replace("<image>", "").strip() if isinstance(content, str) else ""
+    if "image" in item and not isinstance(item["image"], list):
+        facts["unplayable"] = ("field image is not a list; the published evaluator finds no image path for this "
+                               "item, fails on it and scores it 0 (--protocol arena reads it)")
+    return {"original": facts} if facts else {}
+
+
 def _as_list(value: Any) -> list[Any]:
     if value is None:
         return []
@@ -76,7 +93,8 @@ def item_to_task(item: dict[str, Any], where: str, reward_fn: list[str]) -> Task
         level=item.get("level", extra.get("level")),
         hops=int(hops) if isinstance(hops, (int, float)) else None,
         category=item.get("category", extra.get("category")),
-        metadata={"image_search": stored, "source_item": {k: v for k, v in item.items() if k != "prompt"}},
+        metadata={"image_search": stored, "source_item": {k: v for k, v in item.items() if k != "prompt"},
+                  **original_item_facts(item)},
         judge="mcq" if mcq else ("llm" if "llm_score" in reward_fn else None),
         evidence=list(dict.fromkeys(evidence)),
     )
@@ -160,5 +178,6 @@ def load_datasets_json(path: Path, root: Path | None = None) -> list[Dataset]:
         out.append(Dataset(name=name, root=base, tasks=load_annotation(found, base, reward_fn), source=found,
                            world=world, corpus=corpus if (corpus / "docs.jsonl").is_file() else None,
                            system_prompt=arguments.get("system_prompt"),
-                           format_instruction=arguments.get("format_instruction"), reward_fn=reward_fn))
+                           format_instruction=arguments.get("format_instruction"), reward_fn=reward_fn,
+                           meta={"unused_reward_fn": [str(r) for r in _as_list(entry.get("unused_reward_fn"))]}))
     return out

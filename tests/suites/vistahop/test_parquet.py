@@ -105,7 +105,7 @@ def test_parquet_with_embedded_images_runs_end_to_end(tmp_path):
     path.parent.mkdir()
     images = write_hf_style(path, n=4)
     named = tmp_path / "data" / "datasets.json"
-    named.write_text(json.dumps({"vistahop_subset": {"annotation": "subset1.parquet"}}))
+    named.write_text(json.dumps({"vistahop_subset": {"annotation": "subset1.parquet", "reward_fn": ["llm_score"]}}))
     script = tmp_path / "script.yaml"
     script.write_text('"*":\n  - tool: image_zoom_in_tool\n    arguments: {bbox_2d: [0, 0, 500, 500]}\n'
                       '  - tool: image_search_tool\n'

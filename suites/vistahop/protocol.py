@@ -1,0 +1,104 @@
+"""VistaHop's published turn handling, used under `--protocol original`.
+
+Source: ahang0712/vistahop `evaluation/run_vistahop_eval.py` @1d6a961 (`parse_tool_call`, the turn loop of
+`evaluate_tool`, `evaluate_sample`), read and restated here in our own words:
+
+- A turn calls a tool only when the FIRST `<tool_call>` ... `</tool_call>` pair anywhere in its raw text (thinking
+  included, any order with `<answer>`) holds text that parses as JSON. The search is case-sensitive and needs the
+  closing tag: an unclosed `<tool_call>` is no call.
+- Every other turn ends the episode and is scored as the final output: a turn with no call, an empty turn, an
+  unclosed call, a call whose JSON does not parse, and a call whose JSON is empty (`{}`, `[]`, `""`, `0`, `null`).
+- The tool name is the object's `"name"` (missing: the empty name, an unknown tool the model is told about); the
+  arguments are its `"arguments"` only (`"parameters"` is not read; missing: none).
+- A JSON value that is not an object, or arguments that are not an object, make the original's sample crash and
+  score 0 on every method; here such a turn is invalid and (under `original`) ends the episode with no answer.
+- The arena's own parse (`arena.protocol.parse_response`) differs on purpose; the README lists every difference.
+
+Loading (`load_datasets`, `evaluate_sample`): a dataset's scoring methods are its `reward_fn` and
+`unused_reward_fn` together; none is an error, as is a name other than `em_score_mcq` / `llm_score`; every named
+method is computed for every item. The question is the first user message's content when it is a string, else
+empty; an `image` that is not a list gives no image and the item fails (scored 0).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from typing import Any
+
+from arena.dataset import Dataset, DatasetError
+from arena.protocol import (MAX_PARSED_CHARS, ParsedAction, register_original_dataset_rule,
+                            register_original_turn_rule, split_thinking)
+from judges.normalized import TURN_END, extract_answer_published
+
+_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+CRASH = "crash"
+
+
+def original_turn(text: str) -> ParsedAction:
+    """Classify one raw model turn as the published VistaHop evaluator does (see the module docstring)."""
+    text = text[:MAX_PARSED_CHARS]
+    reasoning = split_thinking(text)[1]
+    match = _CALL.search(text)
+    note = None
+    if match:
+        body = match.group(1).strip()
+        try:
+            data = json.loads(body)
+        except json.JSONDecodeError as exc:
+            data, note = None, (f"the tool call is not valid JSON ({exc.msg}); the original pipeline ends the "
+                                "episode here and scores this turn as the final output")
+        if data:
+            arguments = data.get("arguments", {}) if isinstance(data, dict) else None
+            if not isinstance(data, dict) or not isinstance(arguments, dict):
+                what = "the tool call" if not isinstance(data, dict) else '"arguments"'
+                return ParsedAction("invalid", raw_call=body, reasoning=reasoning,
+                                    error=f"{CRASH}: {what} is not a JSON object; the original pipeline fails "
+                                          "on this sample and scores it 0")
+            name = data.get("name", "")
+            return ParsedAction("tool_call", tool=name if isinstance(name, str) else json.dumps(name),
+                                arguments=arguments, raw_call=body, reasoning=reasoning,
+                                ignored_calls=len(_CALL.findall(text)) - 1)
+        if note is None:
+            note = "the tool call is empty; the original pipeline ends the episode here"
+    answer = extract_answer_published(text + TURN_END)
+    return ParsedAction("answer", answer=answer or None, tagged="<answer>" in text, reasoning=reasoning,
+                        error=note, raw_call=match.group(1).strip() if match else None)
+
+
+METHOD_JUDGES = {"em_score_mcq": "mcq", "llm_score": "llm"}
+
+
+def original_items(dataset: Dataset) -> None:
+    """Read the items as the published loader does (question, image; see `loader.original_item_facts`)."""
+    for task in dataset.tasks:
+        facts: dict[str, Any] = task.metadata.get("original") or {}
+        if "question" in facts:
+            task.question = facts["question"]
+        if "unplayable" in facts:
+            task.metadata["unplayable"] = facts["unplayable"]
+
+
+def original_datasets_json(dataset: Dataset) -> None:
+    """A `datasets.json` entry as the published evaluator takes it: refused without scoring methods or with an
+    unknown one; every method of `reward_fn` + `unused_reward_fn` scores every item (`metadata["judges"]`)."""
+    methods = list(dict.fromkeys([*dataset.reward_fn, *dataset.meta.get("unused_reward_fn", [])]))
+    where = f"{dataset.source}: dataset {dataset.name!r}"
+    if not methods:
+        raise DatasetError(f"{where} has no scoring method (reward_fn or unused_reward_fn); the published evaluator "
+                           "refuses such a dataset (--protocol arena scores it with the normalized judge)")
+    unknown = sorted(set(methods) - set(METHOD_JUDGES))
+    if unknown:
+        raise DatasetError(f"{where}: unknown scoring method(s) {', '.join(unknown)} (known: "
+                           f"{', '.join(METHOD_JUDGES)}); the published evaluator refuses them")
+    judges = [METHOD_JUDGES[m] for m in methods]
+    original_items(dataset)
+    for task in dataset.tasks:
+        task.judge = task.judge or judges[0]
+        task.metadata["judges"] = judges
+
+
+register_original_turn_rule("vistahop", original_turn)
+register_original_dataset_rule("vistaarena", original_items)
+register_original_dataset_rule("vistaarena-datasets", original_datasets_json)

@@ -117,7 +117,11 @@ class OpenAIAgent(Agent):
                                  [(i, self._image_tokens(view, i)) for i in
                                   (s.observation.image_indices if s.observation else [])]) for s in steps]
             elision = plan_elision(limits, view.n_task_images, fixed, observed)
-        user: list[Any] = [await self._image_part(view, i) for i in range(view.n_task_images)]
+        labels = view.task.metadata.get("image_labels") or []  # a suite's published layout ("Image i:")
+        user: list[Any] = []
+        for i in range(view.n_task_images):
+            user += [{"type": "text", "text": labels[i]}] if i < len(labels) else []
+            user.append(await self._image_part(view, i))
         user.append({"type": "text", "text": f"{question}\n\n{instruction}".strip()})
         messages: list[Any] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         for step in steps:

@@ -107,6 +107,12 @@ def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunSto
     return LocalBackend(bench, run_id, store)
 
 
+def data_warnings(bench: Workbench) -> list[str]:
+    """What the datasets say about the run's protocol (e.g. frame orders that differ between protocols)."""
+    return [d.meta["protocol_warnings"][bench.config.protocol] for d in bench.datasets
+            if bench.config.protocol in (d.meta.get("protocol_warnings") or {})]
+
+
 def agent_warnings(bench: Workbench) -> list[str]:
     """Tasks that name the kind of agent they need (`metadata.requires_agent`) but are played by another kind."""
     warnings = []
@@ -175,7 +181,7 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
             "agent": bench.agents[0].describe(), "agents": [a.describe() for a in bench.agents],
             "datasets": [{"name": d.name, "source": str(d.source), "root": str(d.root), "tasks": len(d.tasks),
                           "world": d.meta.get("world")} for d in bench.datasets],
-            "versions": versions(), "git": git_hash(), "warnings": agent_warnings(bench),
+            "versions": versions(), "git": git_hash(), "warnings": data_warnings(bench) + agent_warnings(bench),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         store.open(info, force=force)

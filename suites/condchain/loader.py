@@ -211,4 +211,19 @@ def load(path: Path, root: Path | None = None) -> list[Dataset]:
     tasks = [task for file in files for task in load_file(file, base)]
     name = "condchain" if path.is_dir() else f"condchain-{path.stem}"
     return [Dataset(name=name, root=base, tasks=tasks, source=files[0] if len(files) == 1 else path,
-                    meta={"suite": SUITE})]
+                    meta={"suite": SUITE, **frame_order_warnings(tasks)})]
+
+
+def frame_order_warnings(tasks: list[Task]) -> dict[str, Any]:
+    """`protocol_warnings` when some GUI trajectory's frames come in a different order under the original's
+    file-name sort than under the arena's numeric sort (a run prints the one of its protocol)."""
+    differ = sorted({str(t.metadata["pair"]) for t in tasks
+                     if t.metadata.get("frames") and sorted(t.metadata["frames"]) != t.metadata["frames"]})
+    if not differ:
+        return {}
+    which = f"{len(differ)} GUI trajectories (e.g. item {differ[0]})"
+    return {"protocol_warnings": {
+        "original": f"{which} have frames whose file-name order (used: the published loader's) differs from the "
+                    "order of the numbers in their names (--protocol arena)",
+        "arena": f"{which} have frames whose numeric order (used) differs from the published loader's file-name "
+                 "order (--protocol original)"}}

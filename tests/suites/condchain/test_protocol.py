@@ -1,0 +1,101 @@
+"""MM-CondChain under `--protocol original` and `arena`: a GUI item whose ten frames sort differently by name and
+by number, run through the CLI with the OpenAI agent against a local server.
+
+Reference (Accio-Lab/MM-CondChain `eval/data_loader.py` `resolve_gui_images`, `eval/utils.py`
+`build_message_content` / `parse_answer`, `eval/evaluator/api_evaluator.py` `get_answer`, in our own words): the
+frames are the folder's images sorted as path text, each after a text part "Image i:", then the evaluation prompt
+with no other framing; the label is the last `\\boxed{}` of the whole raw reply, thinking included; an empty
+reply (a reasoning model's thinking-only reply has no content) predicts "None"."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+
+from PIL import Image
+from typer.testing import CliRunner
+
+from runs.cli.main import app
+from tests.support.openai_server import OpenAIStub, Reply
+
+runner = CliRunner()
+FRAMES = 10
+
+
+def write_gui_item(root):
+    folder = root / "images" / "gui" / "g1"
+    folder.mkdir(parents=True)
+    for n in range(1, FRAMES + 1):
+        Image.new("RGB", (320, 240), (n * 20, 0, 0)).save(folder / f"g1_{n}.png")
+    item = {"id": "g1", "domain": "gui", "image": "images/gui/g1",
+            "true_path": {"full_instruction": "TRUE-INSTR pick the option", "correct_answer": "A1"},
+            "false_path": {"full_instruction": "FALSE-INSTR pick the option", "correct_answer": "None",
+                           "diverge_node": 1}}
+    (root / "data").mkdir()
+    (root / "data" / "gui.jsonl").write_text(json.dumps(item) + "\n")
+    return root / "data" / "gui.jsonl"
+
+
+def reply(request):
+    text = " ".join(p["text"] for m in request["messages"] if isinstance(m["content"], list)
+                    for p in m["content"] if p["type"] == "text")
+    if "TRUE-INSTR" in text:
+        return "\\boxed{B2}<think>checking again \\boxed{A1}</think>"
+    return Reply(content=None, reasoning="only thinking, \\boxed{B2}")  # a reasoning model's thinking-only reply
+
+
+def frame_of(part) -> int:
+    data = base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
+    return round(Image.open(io.BytesIO(data)).convert("RGB").getpixel((5, 5))[0] / 20)
+
+
+def layout(request) -> list:
+    """The user message as (label text | frame number | 'PROMPT...')."""
+    out = []
+    for part in request["messages"][1]["content"]:
+        out.append(frame_of(part) if part["type"] == "image_url" else part["text"])
+    return out
+
+
+def run(tmp_path, data, server, protocol):
+    args = ["run", "--data", str(data), "--agent", "openai", "--model", "m", "--base-url", server.base_url,
+            "--setting", "no-tool", "--max-rounds", "1", "--judge", "auto", "--out", str(tmp_path / "logs"),
+            "--run-id", protocol or "default"]
+    return runner.invoke(app, args + (["--protocol", protocol] if protocol else []))
+
+
+def test_gui_frames_prompt_and_reply_reading_as_published_under_original_and_numeric_under_arena(tmp_path):
+    data = write_gui_item(tmp_path / "mm")
+    name_order = sorted(range(1, FRAMES + 1), key=lambda n: f"g1_{n}.png")
+    assert name_order != list(range(1, FRAMES + 1))
+    with OpenAIStub(reply) as server:
+        result = run(tmp_path, data, server, None)
+        assert result.exit_code == 0, result.output
+        assert "protocol: original" in result.output
+        assert "file-name order (used: the published loader's)" in " ".join(result.output.split())
+        original = [r for r in server.requests]
+        server.requests.clear()
+        arena = run(tmp_path, data, server, "arena")
+        assert arena.exit_code == 0, arena.output
+        assert "numeric order (used)" in " ".join(arena.output.split())
+        arena_requests = list(server.requests)
+
+    for request in original:
+        parts = layout(request)
+        expected = [x for i, n in enumerate(name_order) for x in (f"Image {i + 1}:", n)]
+        assert parts[:-1] == expected
+        prompt = parts[-1]
+        assert prompt.startswith("Please answer the following question based on the image(s):")
+        assert prompt.endswith("output \\boxed{None}.") and "<answer>" not in prompt and "frames" not in prompt
+    for request in arena_requests:
+        parts = layout(request)
+        assert parts[:-1] == list(range(1, FRAMES + 1))  # numeric order, no labels
+        assert parts[-1].startswith(f"The {FRAMES} images are the frames of a GUI trajectory, in order")
+
+    for run_id in ("default", "arena"):
+        verdicts = [json.loads(line) for line in (tmp_path / "logs" / run_id / "verdicts.jsonl").read_text()
+                    .splitlines()]
+        by_key = {v["key"].split("|")[0]: v for v in verdicts}
+        assert by_key["g1:true"]["extracted"] == "A1" and by_key["g1:true"]["score"] == 1.0  # the boxed in <think>
+        assert by_key["g1:false"]["extracted"] == "None" and by_key["g1:false"]["score"] == 1.0  # thinking only

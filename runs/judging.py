@@ -7,15 +7,17 @@ from typing import Any
 
 from arena.judge import JUDGES, Judge
 from judges.metrics import AUTO
+from judges.protocols import protocol_options
 
 from .plugins import accepted_options, call_with_options
 
 
 class Judges:
-    """Judges built on demand: the run's judge, or with "auto" each task's own."""
+    """Judges built on demand: the run's judge, or with "auto" each task's own; under the `arena` protocol with
+    the arena's variant of each judge (`judges.protocols`)."""
 
-    def __init__(self, name: str, options: dict[str, Any], cache_path: Path):
-        self.name, self.options, self.cache_path = name, options, cache_path
+    def __init__(self, name: str, options: dict[str, Any], cache_path: Path, protocol: str | None = None):
+        self.name, self.options, self.cache_path, self.protocol = name, options, cache_path, protocol
         self._built: dict[str, Judge] = {}
 
     def get(self, judge_id: str) -> Judge:
@@ -23,7 +25,8 @@ class Judges:
             if judge_id not in JUDGES:
                 raise ValueError(f"unknown judge {judge_id!r}; known: {', '.join(sorted(JUDGES))}")
             factory = JUDGES[judge_id]
-            options = accepted_options(factory, self.options) if self.name == AUTO else dict(self.options)
+            given = protocol_options(judge_id, self.protocol, self.options)
+            options = accepted_options(factory, given) if self.name == AUTO else given
             if "cache_path" not in options:
                 options.update(accepted_options(factory, {"cache_path": str(self.cache_path)}))
             try:

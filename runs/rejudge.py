@@ -110,7 +110,7 @@ async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, labe
     limits = store.info().get("config", {}).get("endpoint_limits") or {}
     gate = EndpointGate({k: EndpointLimit.model_validate(v) for k, v in limits.items()})
     episodes, verdicts = store.episodes(), store.verdicts()
-    judges = Judges(judge, options, store.dir / "judge_cache.jsonl")
+    judges = Judges(judge, options, store.dir / "judge_cache.jsonl", store.info().get("config", {}).get("protocol"))
     name_of = (lambda e: label) if label else (lambda e: judge_for(e, judge))
     have = {(v.episode_id, v.judge) for v in verdicts if v.error is None}
     todo = [e for e in episodes if redo or (e.id, name_of(e)) not in have]

@@ -163,7 +163,7 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
 
 async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start, run_id: str,
                           store: RunStore) -> RunResult:
-    judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl")
+    judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl", config.protocol)
     # Every scoring method a task names (VistaHop's reward_fn + unused_reward_fn under --protocol original) is
     # computed; the task's own judge is the one that counts.
     also = {t.id: [j for j in t.metadata.get("judges", []) if j != judge_for_task(t, AUTO)]

@@ -21,6 +21,7 @@ from typing import Any
 
 from arena.blobs import BlobStore
 from arena.judge import Judge, register_judge
+from judges.protocols import register_arena_variant
 from suites.condchain.loader import parse_boxed, parse_task_id
 from arena.trajectory import Episode
 from arena.verdict import Verdict
@@ -90,3 +91,5 @@ def condchain_metrics(rows: list[Row]) -> dict[str, Any]:
         overall[path].append(score)
     return {"overall": _figures(overall),
             "domains": {domain: _figures(scores) for domain, scores in sorted(per_domain.items())}}
+
+register_arena_variant("condchain", no_answer="wrong")  # --protocol arena (README 'Protocols')

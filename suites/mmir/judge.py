@@ -27,6 +27,7 @@ from typing import Any
 from arena.blobs import BlobStore
 from endpoints.client import Endpoint, EndpointConfig, EndpointError
 from arena.judge import Judge, register_judge, text_hash
+from judges.protocols import register_arena_variant
 from suites.mmir.loader import parse_task_id
 from arena.trajectory import Episode
 from arena.verdict import Verdict
@@ -170,3 +171,5 @@ def mmir_metrics(rows: list[Row]) -> dict[str, Any]:
     out = _accuracy(rows)
     out["modes"] = {mode: _accuracy(mode_rows) for mode, mode_rows in sorted(by_mode.items())}
     return out
+
+register_arena_variant("mmir", strict_ans=False)  # --protocol arena (README 'Protocols')

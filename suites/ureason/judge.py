@@ -31,6 +31,7 @@ from typing import Any
 from arena.blobs import BlobStore
 from endpoints.client import EndpointConfig, EndpointError
 from arena.judge import Judge, register_judge, text_hash
+from judges.protocols import register_arena_variant
 from suites.ureason.loader import FAMILIES, SETTINGS
 from arena.trajectory import Episode, Step
 from arena.verdict import Verdict
@@ -384,3 +385,5 @@ def ureason_metrics(rows: list[tuple[Episode, Verdict | None]]) -> dict[str, Any
         "invalid": len(rows) - len(valid),
         "missing_images": sum(1 for e, _ in rows if generation_step(e) is None),
     }
+
+register_arena_variant("ureason-vlm", missing="fail")  # --protocol arena (README 'Protocols')

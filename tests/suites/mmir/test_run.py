@@ -40,7 +40,8 @@ def test_mcq_scores_and_per_source_accuracy(world: Path, tmp_path: Path):
         tasks[4].id: [{"answer": ans(*truth[4], wrong)}],         # three ids -> 0
     }
     config = RunConfig(data=str(world), agent="scripted", agent_options={"script": script}, settings=["no-tool"],
-                       judge=None, task_ids=[t.id for t in tasks], out=str(tmp_path / "logs"), concurrency=3)
+                       judge=None, task_ids=[t.id for t in tasks], out=str(tmp_path / "logs"), concurrency=3,
+                       protocol="original")  # a generated world runs under arena by default: <ans> not required
     result = run(config)
     scores = {v.key.split("|")[0]: v.score for v in result.verdicts}
     assert [scores[t.id] for t in tasks] == [0.5, 0.5, 1.0, 0.0, 0.0]

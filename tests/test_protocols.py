@@ -1,0 +1,87 @@
+"""`--protocol`: the default follows the data (published format -> original, generated world -> arena), the
+choice is recorded and shown; scoring-side switches select the published rule or the arena's variant."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from runs.config import RunConfig
+from runs.runner import run
+from runs.table import summary_table
+from suites.carv.loader import parse_stem
+from suites.carv.world import render_state
+from suites.mmir.world import build as build_mmir
+from arena.dataset import load_datasets
+from arena.images import encode_png
+from tests.support.openai_server import OpenAIStub
+from tests.support.tiny_dataset import write_tiny_dataset
+
+
+def title_of(summary) -> str:
+    console = Console(record=True, width=200)
+    console.print(summary_table(summary))
+    return console.export_text()
+
+
+def test_default_protocol_follows_the_data_and_is_recorded_and_shown(tmp_path: Path):
+    published = write_tiny_dataset(tmp_path / "va")
+    result = run(RunConfig(data=str(published), agent="scripted", agent_options={"script": [{"answer": "x"}]},
+                           settings=["no-tool"], judge="normalized", out=str(tmp_path / "logs"), run_id="va"))
+    assert result.summary["protocol"] == "original"
+    info = json.loads((result.run_dir / "run.json").read_text())
+    assert info["config"]["protocol"] == "original" and info["config"]["budget"]["final_answer_turn"] is False
+    assert "protocol: original" in title_of(result.summary)
+
+    world = build_mmir(tmp_path / "mmir", seed=3, size="small", count=2)
+    result = run(RunConfig(data=str(world), agent="scripted", agent_options={"script": [{"answer": "<ans>1</ans>"}]},
+                           settings=["no-tool"], judge=None, out=str(tmp_path / "logs"), run_id="world"))
+    assert result.summary["protocol"] == "arena"
+    info = json.loads((result.run_dir / "run.json").read_text())
+    assert info["config"]["protocol"] == "arena" and info["config"]["budget"]["final_answer_turn"] is True
+    assert "protocol: arena" in title_of(result.summary)
+
+
+def test_mmir_ans_tag_is_required_only_under_original(tmp_path: Path):
+    world = build_mmir(tmp_path / "mmir", seed=3, size="small", count=5)
+    task = next(t for t in load_datasets(world)[0].tasks if t.id.endswith(":mcq") and len(t.answers) == 1)
+    script = {task.id: [{"answer": f"The wrong element is [{task.answers[0]}]"}]}  # no <ans>
+    scores = {}
+    for protocol in ("original", "arena"):
+        result = run(RunConfig(data=str(world), agent="scripted", agent_options={"script": script},
+                               settings=["no-tool"], judge=None, task_ids=[task.id], protocol=protocol,
+                               out=str(tmp_path / "logs"), run_id=protocol))
+        scores[protocol] = result.verdicts[0].score
+    assert scores == {"original": 0.0, "arena": 1.0}
+
+
+def test_carv_original_counts_the_paper_llm_judge_and_computes_the_parser_beside_it(tmp_path: Path):
+    q = "one_mug_on_wood_table"
+    item = {"context_image": [q, "one_mug_on_red_table", q, "two_mug_on_wood_table", q],
+            "label": "two_mug_on_red_table"}
+    for stem in set(item["context_image"]):
+        (tmp_path / f"{stem}.png").write_bytes(encode_png(render_state(parse_stem(stem)).resize((48, 36))))
+    data = tmp_path / "carv_union_ss.jsonl"
+    data.write_text(json.dumps(item) + "\n")
+    # the model says "mugs" in other words: the parser reads it as two mugs on a red table; the LLM judge says no
+    script = [{"answer": "<answer>A pair of mugs sits on a red table.</answer>"}]
+
+    def judge(request):
+        return '{"correctness": false, "reason": "stub"}'
+
+    with OpenAIStub(judge) as server:
+        by_protocol = {}
+        for protocol in ("original", "arena"):
+            result = run(RunConfig(data=str(data), agent="scripted", agent_options={"script": script},
+                                   settings=["no-tool"], judge="auto", protocol=protocol,
+                                   judge_options={"model": "j", "base_url": server.base_url},
+                                   out=str(tmp_path / "logs"), run_id=protocol))
+            verdicts = [json.loads(line) for line in (result.run_dir / "verdicts.jsonl").read_text().splitlines()]
+            by_protocol[protocol] = ({v["judge"]: v["score"] for v in verdicts}, result.summary["groups"][0]["pass1"])
+    parser_score = by_protocol["arena"][0]["carv-parse"]
+    assert by_protocol["original"][0] == {"carv-llm": 0.0, "carv-parse": parser_score}
+    assert by_protocol["original"][1] == 0.0  # the LLM judge's verdict counts
+    assert set(by_protocol["arena"][0]) == {"carv-parse"}
+    assert by_protocol["arena"][1] == parser_score * 100

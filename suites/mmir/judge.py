@@ -78,13 +78,16 @@ class MMIRJudge(Judge):
     id = "mmir"
     version = "2"
 
-    def __init__(self, endpoint: EndpointConfig | None = None, strict_ans: bool = True):
+    def __init__(self, endpoint: EndpointConfig | None = None, strict_ans: bool = True, request: str = "published"):
+        if request not in ("published", "arena"):
+            raise ValueError(f"request must be 'published' or 'arena', got {request!r}")
         self.config = endpoint
         self.endpoint = Endpoint(endpoint) if endpoint else None
+        self.request = request
         self.strict_ans = strict_ans
 
     def describe(self) -> dict[str, Any]:
-        return {"id": self.id, "version": self.version, "strict_ans": self.strict_ans,
+        return {"id": self.id, "version": self.version, "strict_ans": self.strict_ans, "request": self.request,
                 "model": self.config.model if self.config else None, "prompt_hash": PROMPT_HASH}
 
     def answer_span(self, episode: Episode) -> str:
@@ -119,7 +122,10 @@ class MMIRJudge(Judge):
                                 error="open-ended MMIR items need a judge model: set judge options model and base_url")
         prompt = MATCH_PROMPT.format(sentence=span, options="\n".join(episode.task.options))
         try:
-            response = await self.endpoint.chat([{"role": "user", "content": prompt}], temperature=0)
+            if self.request == "published":  # only the model and one user message holding one text part
+                response = await self.endpoint.chat([{"role": "user", "content": [{"type": "text", "text": prompt}]}])
+            else:
+                response = await self.endpoint.chat([{"role": "user", "content": prompt}], temperature=0)
         except EndpointError as exc:
             return self.verdict(episode, score=0.0, correct=False, extracted=span, error=str(exc), **base)
         matched = (extract_xml(response.content, "id") or "").strip()
@@ -135,13 +141,17 @@ class MMIRJudge(Judge):
 @register_judge("mmir")
 def mmir(model: str | None = None, base_url: str | None = None, api_key_env: str | None = None,
          strict_ans: bool = True, timeout: float = 120.0, max_retries: int = 4, retry_initial: float = 1.0,
-         max_tokens: int | None = 256) -> MMIRJudge:
+         max_tokens: int | None = 256, request: str = "published") -> MMIRJudge:
+    """`request="published"` sends what MMIR's `llm_judge` sends (the model and the messages: no temperature, no
+    max_tokens, which reasoning judges such as the paper's o1-mini refuse); `"arena"` adds temperature 0 and
+    `max_tokens`."""
     endpoint = None
     if model and base_url:
+        published = request == "published"
         endpoint = EndpointConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout=timeout,
-                                  max_retries=max_retries, retry_initial=retry_initial, temperature=0.0,
-                                  max_tokens=max_tokens)
-    return MMIRJudge(endpoint, strict_ans=strict_ans)
+                                  max_retries=max_retries, retry_initial=retry_initial,
+                                  temperature=None if published else 0.0, max_tokens=None if published else max_tokens)
+    return MMIRJudge(endpoint, strict_ans=strict_ans, request=request)
 
 
 MMIR_TOTAL = 534
@@ -172,4 +182,4 @@ def mmir_metrics(rows: list[Row]) -> dict[str, Any]:
     out["modes"] = {mode: _accuracy(mode_rows) for mode, mode_rows in sorted(by_mode.items())}
     return out
 
-register_arena_variant("mmir", strict_ans=False)  # --protocol arena (README 'Protocols')
+register_arena_variant("mmir", strict_ans=False, request="arena")  # --protocol arena (README 'Protocols')

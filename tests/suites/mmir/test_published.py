@@ -79,7 +79,10 @@ def test_open_ended_always_asks_the_judge_with_the_published_span():
                                          options=["3: a title", "5: a logo"], answer=reply or None)
             verdict = await judge.score(episode)
             request = server.requests[before]
-            prompt = request["messages"][0]["content"]
+            # published request: the model and one user message of one text part, nothing else
+            assert set(request) == {"model", "messages"}
+            (part,) = request["messages"][0]["content"]
+            prompt = part["text"]
             assert len(server.requests) == before + 1
             assert f"Sentence:\n{ref_span(reply, 'ans')}\n\nOptions:\n3: a title\n5: a logo" in prompt
             assert verdict.score == ref_score(ref_span(verdict.raw or "", "id"), [3])
@@ -99,3 +102,20 @@ def test_overall_over_the_fixed_total():
     assert figures["overall_of_534"] == round(100 * 1.5 / MMIR_TOTAL, 2)
     assert figures["accuracy"] == round(100 * 1.5 / 3, 2)
     assert summarize([e for e, _ in rows], [v for _, v in rows], "mmir")["groups"][0]["pass1"] == 50.0
+
+
+def test_arena_variant_request_adds_temperature_and_max_tokens():
+    async def scenario(server):
+        judge = mmir(model="j", base_url=server.base_url, retry_initial=0.01, request="arena")
+        episode = final_turn_episode("<ans>the title</ans>", ["3"], suite="mmir", task_id="web-1:open",
+                                     kind="element_ids", options=["3: a title", "5: a logo"], answer="the title")
+        verdict = await judge.score(episode)
+        await judge.aclose()
+        return verdict
+
+    with OpenAIStub(lambda request: "<id>[3]</id>") as server:
+        verdict = asyncio.run(scenario(server))
+        (request,) = server.requests
+    assert verdict.score == 1.0
+    assert request["temperature"] == 0 and request["max_tokens"] == 256
+    assert isinstance(request["messages"][0]["content"], str)

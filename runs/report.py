@@ -30,9 +30,15 @@ class Table:
     title: str
     columns: list[str]
     rows: list[list[str]] = field(default_factory=list)
+    protocol: str = ""
+
+    @property
+    def shown_title(self) -> str:
+        """The title with the protocol(s) of the runs it shows."""
+        return f"{self.title} · protocol: {self.protocol}" if self.protocol else self.title
 
     def rich(self) -> RichTable:
-        table = RichTable(title=self.title, title_justify="left")
+        table = RichTable(title=self.shown_title, title_justify="left")
         for i, name in enumerate(self.columns):
             table.add_column(name, justify="left" if i == 0 else "right", no_wrap=i == 0)
         for row in self.rows:
@@ -42,7 +48,7 @@ class Table:
     def html(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in self.rows)
-        return (f"<h2>{html.escape(self.title)}</h2><table><thead><tr>{head}</tr></thead>"
+        return (f"<h2>{html.escape(self.shown_title)}</h2><table><thead><tr>{head}</tr></thead>"
                 f"<tbody>{body}</tbody></table>")
 
 
@@ -216,6 +222,10 @@ def build_report(runs: list[RunData]) -> Report:
     if agree is not None:
         tables.append(agree)
     tables.append(calls_table(runs))
+    protocols = sorted({str((r.info.get("config") or {}).get("protocol")) for r in runs
+                        if (r.info.get("config") or {}).get("protocol")})
+    for table in tables:
+        table.protocol = ", ".join(protocols)
     png = sweep_png([(r.run_id, r.summary) for r in runs],
                     title="Pass@1 and tool utilisation against max rounds")
     return Report(runs=runs, tables=tables, png=png)

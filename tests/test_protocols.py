@@ -9,6 +9,9 @@ from pathlib import Path
 from rich.console import Console
 
 from runs.config import RunConfig
+from runs.judging import Judges
+from runs.rundata import load_run
+from runs.report import build_report
 from runs.runner import run
 from runs.table import summary_table
 from suites.carv.loader import parse_stem
@@ -42,6 +45,19 @@ def test_default_protocol_follows_the_data_and_is_recorded_and_shown(tmp_path: P
     info = json.loads((result.run_dir / "run.json").read_text())
     assert info["config"]["protocol"] == "arena" and info["config"]["budget"]["final_answer_turn"] is True
     assert "protocol: arena" in title_of(result.summary)
+    assert all(t.shown_title.endswith("· protocol: arena") for t in build_report([load_run(result.run_dir)]).tables)
+
+
+def test_judges_are_built_with_the_arena_variant_only_under_arena(tmp_path: Path):
+    endpoint = {"model": "j", "base_url": "http://127.0.0.1:9/v1"}
+    built = {p: Judges("auto", endpoint, tmp_path / "cache.jsonl", p) for p in ("original", "arena")}
+    assert built["original"].get("ureason-vlm").skip_missing is True
+    assert built["arena"].get("ureason-vlm").skip_missing is False
+    assert built["original"].get("condchain").no_answer == "none"
+    assert built["arena"].get("condchain").no_answer == "wrong"
+    assert (built["original"].get("mmir").strict_ans, built["arena"].get("mmir").strict_ans) == (True, False)
+    explicit = Judges("auto", {**endpoint, "missing": "skip"}, tmp_path / "cache.jsonl", "arena")
+    assert explicit.get("ureason-vlm").skip_missing is True  # an option given explicitly wins
 
 
 def test_mmir_ans_tag_is_required_only_under_original(tmp_path: Path):

@@ -9,7 +9,8 @@ Source: ahang0712/vistahop `evaluation/run_vistahop_eval.py` @1d6a961 (`parse_to
 - Every other turn ends the episode and is scored as the final output: a turn with no call, an empty turn, an
   unclosed call, a call whose JSON does not parse, and a call whose JSON is empty (`{}`, `[]`, `""`, `0`, `null`).
 - The tool name is the object's `"name"` (missing: the empty name, an unknown tool the model is told about); the
-  arguments are its `"arguments"` only (`"parameters"` is not read; missing: none).
+  arguments are its `"arguments"` only (`"parameters"` is not read; missing: none). The zoom tool takes its box
+  from `bbox_2d`, else `bbox`, and always crops the task image (`img_idx` is not read).
 - A JSON value that is not an object, or arguments that are not an object, make the original's sample crash and
   score 0 on every method; here such a turn is invalid and (under `original`) ends the episode with no answer.
 - The arena's own parse (`arena.protocol.parse_response`) differs on purpose; the README lists every difference.
@@ -33,7 +34,16 @@ from arena.protocol import (MAX_PARSED_CHARS, ParsedAction, register_original_da
 from judges.normalized import TURN_END, extract_answer_published
 
 _CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+ZOOM = "image_zoom_in_tool"
 CRASH = "crash"
+
+
+def zoom_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The zoom tool's arguments as the original reads them: the box from `bbox_2d`, else `bbox`; `label`; no
+    `img_idx` (the original always crops the task image)."""
+    box = arguments.get("bbox_2d") or arguments.get("bbox")
+    kept = {"bbox_2d": box} if box is not None else {}
+    return {**kept, **({"label": arguments["label"]} if "label" in arguments else {})}
 
 
 def original_turn(text: str) -> ParsedAction:
@@ -57,6 +67,8 @@ def original_turn(text: str) -> ParsedAction:
                                     error=f"{CRASH}: {what} is not a JSON object; the original pipeline fails "
                                           "on this sample and scores it 0")
             name = data.get("name", "")
+            if name == ZOOM:
+                arguments = zoom_arguments(arguments)
             return ParsedAction("tool_call", tool=name if isinstance(name, str) else json.dumps(name),
                                 arguments=arguments, raw_call=body, reasoning=reasoning,
                                 ignored_calls=len(_CALL.findall(text)) - 1)

@@ -41,6 +41,8 @@ CASES = {
     "empty_json": (["<tool_call>{}</tool_call><answer>Lyon</answer>", "<answer>Paris</answer>"], 0.0, "answered"),
     "parameters_key": (['<tool_call>{"name": "image_zoom_in_tool", "parameters": {"bbox_2d": [0, 0, 500, 500]}}'
                         "</tool_call>", "<answer>Lyon</answer>"], 1.0, "answered"),
+    "bbox_key": (['<tool_call>{"name": "image_zoom_in_tool", "arguments": {"bbox": [0, 0, 500, 500], '
+                  '"img_idx": 0}}</tool_call>', "<answer>Lyon</answer>"], 1.0, "answered"),
     "round_limit": ([ZOOM, ZOOM, ZOOM, "<answer>Lyon</answer>"], 1.0, "budget"),
     "plain": ([ZOOM, "<answer>Lyon</answer>"], 1.0, "answered"),
     "think_then_answer": (["<think>maybe Paris</think>It is <answer>Lyon</answer>"], 1.0, "answered"),
@@ -130,6 +132,8 @@ def test_whole_episodes_under_original_match_the_published_loop_and_arena_differ
         assert (episodes[case]["finish_reason"] == "invalid") == (finish == "error"), case
     assert episodes["parameters_key"]["steps"][0]["arguments"] == {}
     assert episodes["parameters_key"]["steps"][0]["observation"]["error"] is True
+    assert episodes["bbox_key"]["steps"][0]["arguments"] == {"bbox_2d": [0, 0, 500, 500]}
+    assert episodes["bbox_key"]["steps"][0]["observation"]["error"] is False
     assert episodes["round_limit"]["finish_reason"] == "budget"
     assert not any(s["final_turn"] for s in episodes["round_limit"]["steps"])
 
@@ -144,6 +148,7 @@ def test_whole_episodes_under_original_match_the_published_loop_and_arena_differ
     assert differing == {"bad_json_then_answer", "answer_before_call", "call_inside_think", "unclosed_call",
                          "empty_turn", "empty_json", "round_limit"}
     assert a_episodes["parameters_key"]["steps"][0]["arguments"] == {"bbox_2d": [0, 0, 500, 500]}
+    assert a_episodes["bbox_key"]["steps"][0]["observation"]["error"] is True  # the arena reads bbox_2d only
 
 
 def test_original_reads_items_and_reward_fn_as_the_published_loader(tmp_path):

@@ -102,9 +102,11 @@ class RunConfig(BaseModel):
         keep = self.model_dump(mode="json", exclude={"concurrency", "out", "run_id", "judge", "judge_options",
                                                      "backend", "ray_address", "ray_workers", "endpoint_limits",
                                                      "retry_errors", "fail_fast", "price", "max_cost"})
-        for name in ("agents", "prefix_sharing", "fork", "protocol"):
+        for name in ("agents", "prefix_sharing", "fork"):
             if keep.get(name) in (None, []):
                 keep.pop(name, None)
+        if keep.get("protocol") in (None, "arena"):  # runs recorded before protocols were arena runs
+            keep.pop("protocol", None)
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:12]
 
     def redacted(self) -> dict[str, Any]:

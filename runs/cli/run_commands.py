@@ -237,6 +237,8 @@ def resume(run_dir: Path,
     except ValueError as exc:
         fail(f"{store.run_json}: field config: {exc}")
     update: dict[str, Any] = {"run_id": info.get("run_id") or run_dir.name, "out": str(run_dir.resolve().parent)}
+    if "protocol" not in (info.get("config") or {}):
+        update["protocol"] = "arena"  # recorded before --protocol existed: the arena's pipeline
     for name, value in (("concurrency", concurrency), ("backend", backend), ("ray_address", ray_address)):
         if value is not None:
             update[name] = value

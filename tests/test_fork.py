@@ -30,8 +30,9 @@ SOURCE = [{"tool": "image_zoom_in_tool", "arguments": {"bbox_2d": [700, 50, 1000
 
 
 def source_run(tiny_data: Path, tmp_path: Path):
+    # protocol arena: the malformed call of round 2 is an observed invalid turn (the original would end there)
     return run(RunConfig(data=str(tiny_data), agent="scripted", agent_options={"script": SOURCE}, task_ids=["q2"],
-                         out=str(tmp_path / "logs"), run_id="source"))
+                         out=str(tmp_path / "logs"), run_id="source", protocol="arena"))
 
 
 def same_round(a: Step, b: Step) -> bool:

@@ -12,9 +12,9 @@ class Budget(BaseModel):
 
     `final_answer_turn` (arena default) makes one tool-less turn asking for the
     answer when the rounds run out; off reproduces the original VistaArena, where
-    such an episode has no answer. `on_invalid="stop"` reproduces the original's
-    ending of an episode at a malformed tool call; the default shows the model an
-    error observation and goes on.
+    such an episode has no answer. `on_invalid="stop"` ends an episode at an invalid
+    turn; the default shows the model an error observation and goes on. A run under
+    `--protocol original` turns both off/on unless they are given explicitly.
     """
 
     max_rounds: int = Field(10, ge=1)

@@ -69,6 +69,7 @@ class OpenAIAgent(Agent):
         self.config = endpoint
         self.endpoint = Endpoint(endpoint)
         self.tool_mode = tool_mode
+        self.text_protocol = tool_mode == "xml"
         self.image_size = (image_factor, image_min_pixels, image_max_pixels)
         self.id = id or f"openai:{endpoint.model}"
         self.limits = limits or Limits()

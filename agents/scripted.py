@@ -61,6 +61,7 @@ def turn_for(action: Action) -> AgentTurn:
 
 
 class ScriptedAgent(Agent):
+    text_protocol = True
     def __init__(self, script: str | Path | list | dict, id: str = "scripted"):
         self.source = str(script) if isinstance(script, (str, Path)) else "<inline>"
         self.script = load_script(script)

@@ -77,6 +77,7 @@ class Agent(ABC):
     """Implementations: `act` must not raise except AgentError (or cancellation)."""
 
     id: str = "agent"
+    text_protocol: bool = False  # its turns are raw Qwen/Hermes text (a protocol's turn rule may re-read them)
 
     @abstractmethod
     async def act(self, view: EpisodeView) -> AgentTurn: ...

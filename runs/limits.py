@@ -105,6 +105,7 @@ class LimitedAgent(Agent):
     def __init__(self, inner: Agent, gate: Gate, endpoint: str | None):
         self.inner, self.gate, self.endpoint = inner, gate, endpoint
         self.id = inner.id
+        self.text_protocol = inner.text_protocol
 
     async def act(self, view: EpisodeView) -> AgentTurn:
         async with self.gate.slot(self.endpoint):

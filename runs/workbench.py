@@ -76,13 +76,10 @@ def build_tools(config: RunConfig) -> dict[str, list[Tool]]:
 
 
 def apply_original_budget(config: RunConfig) -> None:
-    """Under `--protocol original`: no extra final-answer turn and an episode ends at an invalid turn, unless the
-    run's budget says otherwise explicitly."""
+    """Under `--protocol original`: no extra final-answer turn, unless the run's budget asks for one explicitly."""
     budget = config.budget
     if "final_answer_turn" not in budget.model_fields_set:
         budget.final_answer_turn = False
-    if "on_invalid" not in budget.model_fields_set:
-        budget.on_invalid = "stop"
 
 
 class Workbench:
@@ -136,14 +133,18 @@ class Workbench:
     def spec(self, job: EpisodeJob, run_id: str) -> EpisodeSpec:
         dataset, task = self._tasks[(job.dataset, job.task_id)]
         budget = self.config.budget.model_copy(update={"max_rounds": job.max_rounds})
+        agent = self.agents[job.agent]
+        rule = ORIGINAL_TURN_RULES.get(task.suite) if self.config.protocol == "original" and agent.text_protocol \
+            else None
+        if rule is not None and "on_invalid" not in self.config.budget.model_fields_set:
+            budget.on_invalid = "stop"  # a turn the published pipeline fails on ends the episode
         prompting = Prompting(system_prompt=dataset.system_prompt, format_instruction=dataset.format_instruction,
                               show_budget=self.config.show_budget)
         return EpisodeSpec(run_id=run_id, task=task, dataset=dataset, agent=self.agents[job.agent],
                            tools=self.tools_by_setting[job.setting], setting=job.setting, budget=budget,
                            repeat=job.repeat, seed=job.seed, prompting=prompting, prefix=list(job.prefix),
                            prefix_mode=job.prefix_mode,
-                           turn_rule=ORIGINAL_TURN_RULES.get(task.suite) if self.config.protocol == "original"
-                           else None)
+                           turn_rule=rule)
 
     async def play(self, job: EpisodeJob, run_id: str, blobs: BlobStore) -> Episode:
         """Run one job to its Episode; model calls made here are recorded in `meta.model_calls`."""

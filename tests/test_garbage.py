@@ -24,6 +24,7 @@ def garbage_agent(request):
 
 
 def config(server, data, out, **kw):
+    kw.setdefault("protocol", "arena")  # these tests exercise the arena's turn handling on VistaArena-format data
     return RunConfig(data=str(data), agent="openai", out=str(out), judge="normalized",
                      agent_options={"model": "m", "base_url": server.base_url, "retry_initial": 0.01,
                                     "max_retries": 2, **kw.pop("agent_options", {})}, **kw)

@@ -93,7 +93,7 @@ def install_plugin(site: Path) -> Path:
 def run_cli(site: Path, data: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
     return subprocess.run([ARENA, "run", "--data", str(data), "--agent", "echo-agent", "--setting", "echo",
-                           "--judge", "echo-judge", "--out", str(out), *extra],
+                           "--judge", "echo-judge", "--protocol", "arena", "--out", str(out), *extra],
                           env=env, capture_output=True, text=True, timeout=600)
 
 

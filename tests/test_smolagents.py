@@ -76,7 +76,8 @@ def run_agent(data: Path, out: Path, agent: str, base_url: str, max_rounds: int 
     return run(RunConfig(data=str(data), corpus=str(data.parent / "corpus"), agent=agent,
                          agent_options={"model": "stub", "base_url": base_url, **extra, **options},
                          settings=["search+crop"], max_rounds=[max_rounds], repeats=repeats, judge="normalized",
-                         tool_options=ToolOptions(image_search="stored"), out=str(out), concurrency=4))
+                         tool_options=ToolOptions(image_search="stored"), out=str(out), concurrency=4,
+                         protocol="arena"))  # the arena's final-answer turn on VistaArena-format data
 
 
 def calls(result: RunResult) -> dict[tuple[str, int], Any]:

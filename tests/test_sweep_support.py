@@ -71,7 +71,7 @@ def policy_config(data: Path, base_url: str, out: Path, **fields: Any) -> RunCon
         "agent_options": {"model": "policy", "base_url": base_url, "max_retries": 0, "temperature": 0.0,
                           "image_max_pixels": 128 * 128},
         "settings": ["search+crop"], "max_rounds": [6, 8, 10, 12, 14], "judge": "normalized", "out": str(out),
-        "concurrency": 4,
+        "concurrency": 4, "protocol": "arena",  # sweeps of the arena's pipeline (final-answer turn)
     }
     values.update(fields)
     return RunConfig(**values)

@@ -63,8 +63,7 @@ LOADERS: list[Loader] = []
 
 
 def register_loader(name: str, detect: Callable[[Path], bool], published: bool = True):
-    """Decorator: `load(path, root=None) -> list[Dataset]` handles files `detect` accepts. `published`: the
-    format is a benchmark's public one (its datasets get `meta["published"]`, which picks the default protocol)."""
+    """Decorator: `load(path, root=None) -> list[Dataset]` handles files `detect` accepts (`published`: public)."""
 
     def wrap(load: Callable[..., list[Dataset]]):
         if any(loader.name == name and loader.load is not load for loader in LOADERS):
@@ -87,8 +86,7 @@ def load_datasets(path: str | Path, root: str | Path | None = None, fmt: str | N
         if (fmt and loader.name == fmt) or (not fmt and loader.detect(path)):
             datasets = loader.load(path, root=Path(root) if root else None)
             for dataset in datasets:
-                dataset.meta.setdefault("format", loader.name)
-                dataset.meta.setdefault("published", loader.published)
+                dataset.meta = {"format": loader.name, "published": loader.published, **dataset.meta}
             return datasets
     known = ", ".join(loader.name for loader in LOADERS)
     raise DatasetError(f"{path}: no loader recognises this data (known formats: {known})")

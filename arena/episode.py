@@ -45,9 +45,7 @@ class EpisodeSpec:
     answer) played before the agent takes over at round K+1, for forks and for
     budget sweeps that share a trajectory prefix. `prefix_mode="reuse"` keeps their
     observations (their images must be in the episode's blob store);
-    `"replay"` runs their tool calls again against the world. `turn_rule` (protocol
-    `original`) classifies each text turn from its raw output as the suite's published
-    pipeline does, replacing the agent's own parse.
+    `"replay"` runs their tool calls again against the world. `turn_rule`: a protocol's reading of text turns.
     """
 
     run_id: str

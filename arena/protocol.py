@@ -17,7 +17,6 @@ _THINK_OPEN = re.compile(r"<(think|thinking)>")
 _TOOL_OPEN = "<tool_call>"
 _TOOL_CLOSE = "</tool_call>"
 MAX_PARSED_CHARS = 2_000_000
-Protocol = Literal["original", "arena"]
 
 
 @dataclass
@@ -166,23 +165,4 @@ def parse_response(text: str) -> ParsedAction:
                         ignored_calls=len(bodies))
 
 
-TurnRule = Callable[[str], ParsedAction]
-ORIGINAL_TURN_RULES: dict[str, TurnRule] = {}
-ORIGINAL_DATASET_RULES: dict[str, Callable[[Any], None]] = {}
-
-
-def register_original_turn_rule(suite: str, rule: TurnRule) -> None:
-    """Under `--protocol original`, text turns of `suite`'s tasks are classified by `rule` (raw output ->
-    action) as the suite's published pipeline classifies them, instead of by `parse_response`."""
-    ORIGINAL_TURN_RULES[suite] = rule
-
-
-def register_original_dataset_rule(fmt: str, rule: Callable[[Any], None]) -> None:
-    """Under `--protocol original`, every dataset loaded by the loader named `fmt` goes through `rule`, which
-    adjusts its tasks (or raises DatasetError) as the published loader would have read the same file."""
-    ORIGINAL_DATASET_RULES[fmt] = rule
-
-
-def default_protocol(published: list[bool]) -> Protocol:
-    """`original` when any dataset is in a published format, `arena` for generated worlds and arena tasks."""
-    return "original" if any(published) else "arena"
+TurnRule = Callable[[str], ParsedAction]  # raw model turn -> action (a protocol's own reading)

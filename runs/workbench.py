@@ -16,7 +16,7 @@ from arena.agent import AGENTS, Agent, Prompting
 from arena.blobs import BlobStore
 from arena.dataset import Dataset, load_datasets
 from arena.episode import EpisodeSpec, run_episode
-from arena.protocol import ORIGINAL_DATASET_RULES, ORIGINAL_TURN_RULES, default_protocol
+from judges.protocols import ORIGINAL_DATASET_RULES, ORIGINAL_TURN_RULES, default_protocol
 from arena.task import Task
 from arena.settings import tools_for_setting
 from arena.tool import TOOLS, Tool

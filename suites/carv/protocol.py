@@ -9,7 +9,7 @@ parser alone decides.
 from __future__ import annotations
 
 from arena.dataset import Dataset
-from arena.protocol import register_original_dataset_rule
+from judges.protocols import register_original_dataset_rule
 
 
 def original_judges(dataset: Dataset) -> None:

@@ -17,7 +17,7 @@ Source: Accio-Lab/MM-CondChain `eval/data_loader.py` (`resolve_gui_images`), `ev
 from __future__ import annotations
 
 from arena.dataset import Dataset
-from arena.protocol import register_original_dataset_rule
+from judges.protocols import register_original_dataset_rule
 
 from .loader import FRAMES_NOTE
 

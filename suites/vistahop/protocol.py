@@ -29,8 +29,8 @@ import re
 from typing import Any
 
 from arena.dataset import Dataset, DatasetError
-from arena.protocol import (MAX_PARSED_CHARS, ParsedAction, register_original_dataset_rule,
-                            register_original_turn_rule, split_thinking)
+from arena.protocol import MAX_PARSED_CHARS, ParsedAction, split_thinking
+from judges.protocols import register_original_dataset_rule, register_original_turn_rule
 from judges.normalized import TURN_END, extract_answer_published
 
 _CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)

@@ -37,7 +37,8 @@ def test_killed_sweep_resumes_to_the_same_summary(tmp_path: Path) -> None:
     with OpenAIStub(slow_policy) as server:
         command = arena("sweep", "--data", str(data), "--agent", "openai", "--model", "policy",
                         "--base-url", server.base_url, "--temperature", "0", "--max-rounds", "6,8,10,12,14",
-                        "--judge", "normalized", "--concurrency", "2", "--run-id", "killed", "--out", str(logs))
+                        "--judge", "normalized", "--concurrency", "2", "--run-id", "killed", "--out", str(logs),
+                        "--protocol", "arena")
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         episodes = logs / "killed" / "episodes.jsonl"

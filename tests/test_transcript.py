@@ -18,7 +18,12 @@ BOXES = [[0, 0, 500, 500], [500, 0, 1000, 500], [0, 500, 500, 1000], [500, 500, 
 def crop_agent(native: bool):
     """Five crops (one per round, every crop stays in context), then an answer the llm judge must read."""
 
+    failed = []
+
     def respond(request):
+        if request["model"] == "qwen" and native and not failed and len(request["messages"]) > 4:
+            failed.append(request)  # one 503 mid-episode: the retried request is recorded once, as answered
+            return Reply(status=503, error="The server is overloaded or not ready yet.")
         if request["model"] == "judge":
             return Reply(content="<judge>Yes</judge><reason>the year matches</reason>")
         n = sum(m["role"] == "assistant" for m in request["messages"])
@@ -51,7 +56,7 @@ def test_every_call_is_returned_exactly(tiny_data, tmp_path, monkeypatch, mode):
         result = run(RunConfig(
             data=str(tiny_data), agent="openai", out=str(tmp_path / "logs"), task_ids=["q2"], max_rounds=[6],
             agent_options={"model": "qwen", "base_url": server.base_url, "api_key_env": "ARENA_TEST_KEY",
-                           "tool_mode": mode, "temperature": 0.3, "max_tokens": 512},
+                           "tool_mode": mode, "temperature": 0.3, "max_tokens": 512, "retry_initial": 0.01},
             judge="llm", judge_options={"model": "judge", "base_url": server.base_url}))
         exchanges = list(server.exchanges)
     [episode] = result.episodes
@@ -65,6 +70,7 @@ def test_every_call_is_returned_exactly(tiny_data, tmp_path, monkeypatch, mode):
     assert [(c["role"], c["round"]) for c in calls] == ([("agent", k) for k in range(1, 7)]
                                                        + [("judge", k) for k in range(1, judged + 1)])
     assert len(sent) == len(calls)  # each request the server answered, and no other
+    assert len(exchanges) == len(sent) + (mode == "native")  # the 503 is not a call that was answered
     for call, (request, response) in zip(calls[:6], [x for x in sent if x[0]["model"] == "qwen"]):
         assert call["request"] == request  # parsed-JSON equality, images included
         assert call["response"] == response

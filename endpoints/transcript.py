@@ -23,6 +23,7 @@ import binascii
 import contextlib
 import contextvars
 import secrets
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Literal
@@ -33,6 +34,7 @@ from arena.blobs import BlobStore
 
 CALLS_FILE = "calls.jsonl"
 Role = Literal["agent", "judge"]
+IMAGE_CACHE = 32  # data URLs remembered (the same task image goes out in every episode of it)
 _MIME_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif"}
 
 
@@ -43,6 +45,7 @@ class TranscriptWriter:
         self.path = Path(run_dir) / CALLS_FILE
         self.blobs = blobs
         self._json_ids: dict[bytes, str] = {}
+        self._images: OrderedDict[str, Any] = OrderedDict()
 
     def json_ref(self, value: Any) -> dict[str, str]:
         data = orjson.dumps(value)
@@ -52,6 +55,16 @@ class TranscriptWriter:
         return {"$json": blob_id}
 
     def image_ref(self, url: str) -> Any:
+        ref = self._images.get(url)
+        if ref is None:
+            ref = self._images[url] = self._image_ref(url)
+            if len(self._images) > IMAGE_CACHE:
+                self._images.popitem(last=False)
+        else:
+            self._images.move_to_end(url)
+        return ref
+
+    def _image_ref(self, url: str) -> Any:
         head, sep, b64 = url.partition(",")
         if not (sep and url.startswith("data:") and head.endswith(";base64")):
             return url

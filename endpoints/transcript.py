@@ -23,11 +23,13 @@ import binascii
 import contextlib
 import contextvars
 import secrets
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
+import httpx
 import orjson
 
 from arena.blobs import BlobStore
@@ -121,11 +123,33 @@ def scope(writer: TranscriptWriter | None, episode: str, role: Role) -> Iterator
         _SCOPE.reset(token)
 
 
+_LOCK = threading.Lock()  # the smolagents agent records from worker threads
+
+
 def record(body: bytes, response: Any) -> None:
     """Called by `Endpoint` with the exact body sent and the parsed response body; no-op outside a scope."""
     current = _SCOPE.get()
     if current is None:
         return
+    with _LOCK:
+        _record(current, body, response)
+
+
+def record_exchange(response: httpx.Response) -> None:
+    """An httpx response hook (for clients that are not an `Endpoint`, e.g. the openai SDK's under smolagents):
+    records an answered chat completion with its exact request body; no-op outside a scope."""
+    if _SCOPE.get() is None or response.status_code != 200 or not response.url.path.endswith("/chat/completions"):
+        return
+    response.read()
+    try:
+        data = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        return  # not a completion: the client raises its own error
+    if isinstance(data, dict) and data.get("choices"):
+        record(response.request.content, data)
+
+
+def _record(current: Scope, body: bytes, response: Any) -> None:
     request = orjson.loads(body)
     messages = request.pop("messages", [])
     keep = 0

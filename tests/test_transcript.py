@@ -102,3 +102,19 @@ def test_unknown_episode_is_a_clear_error(tiny_data, tmp_path):
                                judge="normalized"))
     out = CliRunner().invoke(app, ["transcript", str(result.run_dir), "--episode", "nope"])
     assert out.exit_code != 0 and "no recorded model call for episode 'nope'" in out.output
+
+
+def test_smolagents_calls_are_recorded_exactly(tiny_data, tmp_path):
+    """The smolagents agent talks through the openai SDK in worker threads: its calls are recorded too."""
+    from tests.test_smolagents import run_agent, scripted_model
+
+    with OpenAIStub(scripted_model) as server:
+        result = run_agent(tiny_data, tmp_path / "smol", "smolagents", server.base_url)
+        exchanges = list(server.exchanges)
+    sent = [(json.loads(body), json.loads(reply)) for body, status, reply in exchanges if status == 200]
+    calls = [c for e in result.episodes for c in transcript_json(result.run_dir, e.key)]
+    assert {c["role"] for c in calls} == {"agent"} and len(calls) == len(sent) > 2
+    key = lambda pair: json.dumps(pair, sort_keys=True)
+    assert sorted(key((c["request"], c["response"])) for c in calls) == sorted(map(key, sent))
+    assert any(p.get("type") == "image_url" for c in calls for m in c["request"]["messages"]
+               if isinstance(m.get("content"), list) for p in m["content"])

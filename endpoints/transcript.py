@@ -180,7 +180,8 @@ def _expand(value: Any, blobs: BlobStore) -> Any:
 
 
 def read_calls(run_dir: str | Path, episode: str) -> list[dict[str, Any]]:
-    """The calls of `episode` (its latest try per role), each `{"round", "role", "request", "response"}`
+    """The calls of `episode` (the agent calls of its latest try and the calls of every judging, in the order made), each
+    `{"round", "role", "request", "response"}`
     with the exact request body rebuilt (messages in their sent order, images as their data URLs)."""
     run_dir = Path(run_dir)
     path, blobs = run_dir / CALLS_FILE, BlobStore(run_dir / "blobs")
@@ -197,10 +198,10 @@ def read_calls(run_dir: str | Path, episode: str) -> list[dict[str, Any]]:
                 raise ValueError(f"{path}:{lineno}: not JSON ({exc})") from None
             if item.get("episode") == episode:
                 lines.append(item)
-    latest = {item["role"]: item["sid"] for item in lines}
+    latest = [item["sid"] for item in lines if item["role"] == "agent"][-1:]
     calls, previous = [], {}
     for item in lines:
-        if latest[item["role"]] != item["sid"]:
+        if item["role"] == "agent" and [item["sid"]] != latest:
             continue
         kept = previous.get(item["sid"], [])[: item["keep"]]
         messages = kept + _expand(item["add"], blobs)

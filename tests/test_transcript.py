@@ -118,3 +118,20 @@ def test_smolagents_calls_are_recorded_exactly(tiny_data, tmp_path):
     assert sorted(key((c["request"], c["response"])) for c in calls) == sorted(map(key, sent))
     assert any(p.get("type") == "image_url" for c in calls for m in c["request"]["messages"]
                if isinstance(m.get("content"), list) for p in m["content"])
+
+
+def test_judging_a_finished_run_again_records_its_calls(tiny_data, tmp_path):
+    with OpenAIStub(crop_agent(False)) as server:
+        result = run(RunConfig(data=str(tiny_data), agent="openai", out=str(tmp_path / "logs"), task_ids=["q2"],
+                               max_rounds=[6], agent_options={"model": "qwen", "base_url": server.base_url},
+                               judge="normalized"))
+        [episode] = result.episodes
+        assert {c["role"] for c in transcript_json(result.run_dir, episode.key)} == {"agent"}
+        out = CliRunner().invoke(app, ["judge", str(result.run_dir), "--judge", "llm", "--judge-model", "judge",
+                                       "--judge-base-url", server.base_url])
+        assert out.exit_code == 0, out.output
+        judged = [json.loads(body) for body, status, _ in server.exchanges if status == 200
+                  and json.loads(body)["model"] == "judge"]
+    calls = transcript_json(result.run_dir, episode.key)
+    assert [c["request"] for c in calls if c["role"] == "judge"] == judged and judged
+    assert sum(c["role"] == "agent" for c in calls) == 6

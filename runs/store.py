@@ -3,6 +3,7 @@
     <out>/<run-id>/run.json         config (secrets redacted), versions, git hash, fingerprint
                   /episodes.jsonl   one Episode per line (flushed and fsynced per line)
                   /verdicts.jsonl   one Verdict per line
+                  /calls.jsonl      every model call, exact request and response (endpoints/transcript.py)
                   /blobs/sha256/..  images by content hash
                   /summary.json     metrics recomputed from the two .jsonl files
 
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from arena.blobs import BlobStore
 from arena.trajectory import Episode
 from arena.verdict import Verdict
+from endpoints.transcript import CALLS_FILE
 
 from .records import RunInfo, RunSummary
 from .reduce import record_line
@@ -105,7 +107,7 @@ class RunStore:
             info = {**old, **info, "created": old.get("created", info.get("created")),
                     "resumed": old.get("resumed", 0) + 1}
         self._write_json(self.run_json, _checked(RunInfo, info, self.run_json))
-        for path in (self.episodes_path, self.verdicts_path):
+        for path in (self.episodes_path, self.verdicts_path, self.dir / CALLS_FILE):
             repair_torn_tail(path)
 
     def info(self) -> dict[str, Any]:

@@ -135,3 +135,19 @@ def test_judging_a_finished_run_again_records_its_calls(tiny_data, tmp_path):
     calls = transcript_json(result.run_dir, episode.key)
     assert [c["request"] for c in calls if c["role"] == "judge"] == judged and judged
     assert sum(c["role"] == "agent" for c in calls) == 6
+
+
+def test_a_call_line_cut_by_a_kill_is_dropped_when_the_run_is_reopened(tiny_data, tmp_path):
+    from runs.store import RunStore
+
+    with OpenAIStub(crop_agent(False)) as server:
+        result = run(RunConfig(data=str(tiny_data), agent="openai", out=str(tmp_path / "logs"), task_ids=["q2"],
+                               max_rounds=[6], agent_options={"model": "qwen", "base_url": server.base_url},
+                               judge="normalized"))
+    path = result.run_dir / "calls.jsonl"
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"episode": "q2|search+crop|6|0|openai:qwen", "role": "ag')
+    store = RunStore(result.run_dir)
+    store.open(store.info())
+    assert path.read_bytes() == whole
+    assert len(transcript_json(result.run_dir, result.episodes[0].key)) == 6

@@ -43,6 +43,7 @@ model-written code is never acceptable here.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import functools
 import json
@@ -61,6 +62,8 @@ from arena.images import IMAGE_FACTOR, MIN_PIXELS, encode_png, fit_for_model, pn
 from arena.protocol import extract_answer
 from arena.tool import Tool as ArenaTool
 from arena.trajectory import InputSummary, Step, Usage, clip
+
+from endpoints.transcript import record_exchange
 
 from .prompts import BUDGET_NOTE
 
@@ -313,7 +316,8 @@ class _Session:
     # -- driving smolagents ----------------------------------------------------------------------------------
 
     async def _in_thread(self, fn: Callable[[], Any]) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self.owner.pool, fn)
+        # the episode's context (its transcript scope) goes along into the worker thread
+        return await asyncio.get_running_loop().run_in_executor(self.owner.pool, contextvars.copy_context().run, fn)
 
     async def _fit(self, image: ContextImage) -> Image.Image:
         decoded = await image.decoded()
@@ -480,7 +484,8 @@ class SmolagentsAgent(Agent):
         self.image_size = (image_factor, image_min_pixels, image_max_pixels)
         self.id = id or f"smolagents:{model}"
         key = os.environ.get(api_key_env or "OPENAI_API_KEY") or "EMPTY"
-        self.client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries)
+        self.client = openai.OpenAI(base_url=base_url, api_key=key, timeout=timeout, max_retries=max_retries,
+                                    http_client=openai.DefaultHttpxClient(event_hooks={"response": [record_exchange]}))
         self.pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="smolagents")
 
     def model_kwargs(self) -> dict[str, Any]:

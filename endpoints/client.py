@@ -24,6 +24,7 @@ import orjson
 from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from . import transcript
 from .redact import redact_text, redact_url
 from arena.trajectory import Usage
 
@@ -223,7 +224,9 @@ class Endpoint:
             message, code = server_message(response.content)
             raise RejectedError(f"HTTP 200 carrying an error: {message}", status=200, server_message=message,
                                 code=code)
-        return to_response(data)
+        reply = to_response(data)
+        transcript.record(body, data)
+        return reply
 
     async def aclose(self) -> None:
         for client in self._clients:

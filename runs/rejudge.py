@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from arena.trajectory import Episode
 from arena.verdict import Verdict
+from endpoints import transcript
 from judges.metrics import AUTO, judge_for, summarize
 
 from .config import EndpointLimit
@@ -115,10 +116,12 @@ async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, labe
     have = {(v.episode_id, v.judge) for v in verdicts if v.error is None}
     todo = [e for e in episodes if redo or (e.id, name_of(e)) not in have]
     slots = asyncio.Semaphore(concurrency)
+    calls = transcript.TranscriptWriter(store.dir, store.blobs)
 
     async def score(episode: Episode) -> None:
         async with slots, gate.slot(endpoint_of(options)):
-            verdict = await judges.get(judge_for(episode, judge)).score(episode, store.blobs)
+            with transcript.scope(calls, episode.key, "judge"):
+                verdict = await judges.get(judge_for(episode, judge)).score(episode, store.blobs)
         if label:
             verdict = verdict.model_copy(update={"judge": label})
         store.append_verdict(verdict)

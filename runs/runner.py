@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from arena.trajectory import Episode, Step, Usage
 from arena.verdict import Verdict
+from endpoints import transcript
 from judges.metrics import AUTO, judge_for, judge_for_task
 
 from .config import RunConfig, slug
@@ -218,10 +219,12 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
         slots = asyncio.Semaphore(config.concurrency)
 
         unwritten: list[str] = []
+        calls = transcript.TranscriptWriter(store.dir, store.blobs)
 
         async def judge_and_store(episode: Episode) -> Verdict | None:
             async with backend.gate.slot(judge_endpoint):
-                verdict = await judges.get(judge_for(episode, judge_name)).score(episode, store.blobs)
+                with transcript.scope(calls, episode.key, "judge"):
+                    verdict = await judges.get(judge_for(episode, judge_name)).score(episode, store.blobs)
             try:
                 store.append_verdict(verdict)
             except (OSError, ValueError) as exc:
@@ -255,7 +258,8 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
 
         async def play(job: EpisodeJob) -> Episode:
             async with slots:
-                episode = await backend.play(job)
+                with transcript.scope(calls, job.key, "agent"):
+                    episode = await backend.play(job)
             return await record(episode)
 
         async def derive_cell(source: Episode, cell: Cell) -> None:

@@ -4,6 +4,7 @@
                   /episodes.jsonl   one Episode per line (flushed and fsynced per line)
                   /episodes.idx     key -> byte offset of each record (`runs.run_index`, rebuildable)
                   /verdicts.jsonl   one Verdict per line
+                  /calls.jsonl      every model call, exact request and response (endpoints/transcript.py)
                   /blobs/sha256/..  images by content hash
                   /summary.json     metrics recomputed from the two .jsonl files
                   /.lock            held by the process writing the run (`runs.lock`)
@@ -27,6 +28,7 @@ from arena.blobs import BlobStore
 from arena.jsonl import append_line, repair_torn_tail
 from arena.trajectory import Episode
 from arena.verdict import Verdict
+from endpoints.transcript import CALLS_FILE
 
 from .records import RunInfo, RunSummary
 from .reduce import record_line
@@ -87,7 +89,7 @@ class RunStore:
             info = {**old, **info, "created": old.get("created", info.get("created")),
                     "resumed": old.get("resumed", 0) + 1}
         self._write_json(self.run_json, _checked(RunInfo, info, self.run_json))
-        for path in (self.episodes_path, self.verdicts_path):
+        for path in (self.episodes_path, self.verdicts_path, self.dir / CALLS_FILE):
             repair_torn_tail(path)
         self._index = None
 

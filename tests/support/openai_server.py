@@ -7,7 +7,7 @@
 `request` is the JSON body the client sent (messages, tools, model, ...). The
 responder may return a string (the assistant content) or a Reply (status codes,
 delays, native tool calls, reasoning, usage, or a raw body). Every request is kept
-in `server.requests`.
+in `server.requests`; every POST's raw body and the raw bytes answered (status, body) in `server.exchanges`.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ class OpenAIStub:
     def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0):
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
+        self.exchanges: list[tuple[bytes, int, bytes]] = []
         self._lock = threading.Lock()
         stub = self
 
@@ -82,12 +83,16 @@ class OpenAIStub:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
+                if getattr(self, "_raw", None) is not None:
+                    with stub._lock:
+                        stub.exchanges.append((self._raw, status, data))
                 try:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
             def do_GET(self) -> None:
+                self._raw = None
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
                 else:
@@ -95,8 +100,9 @@ class OpenAIStub:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
+                self._raw = self.rfile.read(length)
                 try:
-                    request = json.loads(self.rfile.read(length) or b"{}")
+                    request = json.loads(self._raw or b"{}")
                 except json.JSONDecodeError:
                     self._send(400, {"error": {"message": "bad json"}})
                     return

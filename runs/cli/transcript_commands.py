@@ -1,0 +1,76 @@
+"""`arena transcript`: every model call of an episode as it was sent and received (from `<run>/calls.jsonl`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import orjson
+import typer
+
+from endpoints.transcript import CALLS_FILE, read_calls
+from runs.store import RunStore, RunStoreError
+
+from .common import fail
+
+app = typer.Typer()
+
+
+def _episode_key(run_dir: Path, episode: str) -> str:
+    """The episode key for `episode` given as a key or an episode id."""
+    for item in RunStore(run_dir).episodes():
+        if episode in (item.key, item.id):
+            return item.key
+    return episode  # judged or played calls may exist for an episode whose record was not written
+
+
+def _short(value: Any, limit: int = 400) -> str:
+    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+
+
+def _image_ref(url: str) -> str:
+    if url.startswith("data:"):
+        head, _, data = url.partition(",")
+        return f"[image {head}, {len(data)} base64 chars]"
+    return f"[image {url}]"
+
+
+def readable(call: dict[str, Any]) -> str:
+    """One call as text: parameters, each message (images as references), the raw response."""
+    request = call["request"]
+    params = {k: v for k, v in request.items() if k not in ("messages", "tools")}
+    lines = [f"=== round {call['round']} · {call['role']} · {orjson.dumps(params).decode()}"]
+    if request.get("tools"):
+        lines.append(f"tools: {', '.join(str((t.get('function') or {}).get('name', t)) for t in request['tools'])}")
+    for message in request.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, list):
+            parts = [_image_ref((p.get("image_url") or {}).get("url", "")) if p.get("type") == "image_url"
+                     else _short(p.get("text", p)) for p in content if isinstance(p, dict)]
+            content = " ".join(parts)
+        extra = {k: v for k, v in message.items() if k not in ("role", "content")}
+        lines.append(f"[{message.get('role')}] {_short(content or '')}" + (f" {_short(extra)}" if extra else ""))
+    lines.append(f"response: {_short(call['response'], 2000)}")
+    return "\n".join(lines)
+
+
+@app.command()
+def transcript(run_dir: Path,
+               episode: str = typer.Option(..., "--episode", help="Episode key or id."),
+               round_: Optional[int] = typer.Option(None, "--round", help="Only the calls of this round."),
+               as_json: bool = typer.Option(False, "--json", help="One JSON line per call: round, role, the exact "
+                                            "request body and the raw response body.")) -> None:
+    """Show every model call (agent and judge) of one episode exactly as sent and received."""
+    if not (run_dir / CALLS_FILE).is_file():
+        fail(f"{run_dir}: no {CALLS_FILE} (the run recorded no model calls, or is not a run directory)")
+    try:
+        calls = read_calls(run_dir, _episode_key(run_dir, episode))
+    except (ValueError, OSError, RunStoreError) as exc:
+        fail(str(exc))
+    calls = [c for c in calls if round_ is None or c["round"] == round_]
+    if not calls:
+        fail(f"{run_dir}: no recorded model call for episode {episode!r}"
+             + (f" in round {round_}" if round_ is not None else ""))
+    for call in calls:
+        typer.echo(orjson.dumps(call).decode() if as_json else readable(call))

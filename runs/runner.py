@@ -195,7 +195,6 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
             agent.apply_limits(learned.get(agent.id) or {})
         backend = make_backend(config, bench, run_id, store)
         retried = ("error", "rejected", "context_overflow") if config.retry_errors else ("error",)
-        done = {e.key: e for e in store.episodes() if e.finish_reason not in retried}
         prices = {a.id: price_of((a.describe().get("endpoint") or {}).get("model"), config.price)
                   for a in bench.agents}
         stops = RunStops(threshold=config.fail_fast or 10**9, max_cost=config.max_cost)
@@ -206,7 +205,7 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
             if now and now != learned:
                 learned.update(now)
                 store.update_info({"learned_limits": dict(learned)})
-        done = {key: entry for key, entry in store.index().latest().items() if entry.finish != "error"}
+        done = {key: entry for key, entry in store.index().latest().items() if entry.finish not in retried}
         families = plan(bench)
         judge_name = config.judge or AUTO
         judge_endpoint = endpoint_of(config.judge_options)

@@ -59,12 +59,14 @@ def run_dir(tiny_data, tmp_path):
     return tmp_path / "logs" / "r"
 
 
-EPISODE_ERROR = "episodes.jsonl:1: not a valid Episode record: field key: Field required"
+EPISODE_ERROR = "episodes.jsonl: line 1: not an episode record ('key')"  # read through the episode index
+RECORD_ERROR = "episodes.jsonl:1: not a valid Episode record: field key: Field required"  # whole records (replay)
 RUN_JSON_ERROR = "run.json: not valid JSON (Expecting ':' delimiter: line 1 column 11)"
 
 
 @pytest.mark.parametrize("command, damage, expected", [
-    *((command, "episodes", EPISODE_ERROR) for command in ("summary", "view", "report", "replay", "resume")),
+    *((command, "episodes", EPISODE_ERROR) for command in ("summary", "view", "report", "resume")),
+    ("replay", "episodes", RECORD_ERROR),
     *((command, "run.json", RUN_JSON_ERROR) for command in ("view", "report", "replay", "resume")),
 ])
 def test_a_corrupt_store_is_one_error_line(run_dir, command, damage, expected):

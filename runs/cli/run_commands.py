@@ -354,6 +354,7 @@ def replay(run_dir: Path,
     """Step through a recorded episode; --check re-executes its tool calls against the world."""
     try:
         run = load_run(run_dir, judge)
+        run.episodes  # read (and checked) here, so a corrupt store is one error line
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     if episode is None:

@@ -1,8 +1,4 @@
-"""arena: a simulator for evaluating tool-using multimodal agents (VistaArena-style).
-
-The core: records (Task, Budget, Step, Episode, Verdict), the episode loop, the
-tool / agent / judge interfaces and their registries, datasets and worlds.
-"""
+"""The arena's core: records (Task, Budget, Step, Episode, Verdict), the episode loop, interfaces, registries."""
 
 from .agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
 from .budget import Budget

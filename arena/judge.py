@@ -24,6 +24,10 @@ class Judge(ABC):
     def describe(self) -> dict[str, Any]:
         return {"id": self.id, "version": self.version}
 
+    def missing(self, task: Any) -> str | None:
+        """What this judge lacks to score `task` (e.g. a judge model), or None: checked before a run starts."""
+        return None
+
     async def aclose(self) -> None:
         """Release connections."""
 

@@ -90,7 +90,8 @@ class RejudgeResult:
 
 async def rejudge(run_dir: str | Path, judge: str, options: dict[str, Any] | None = None, *,
                   label: str | None = None, redo: bool = False, concurrency: int = 8,
-                  progress: Callable[[Episode, Verdict], None] | None = None) -> RejudgeResult:
+                  progress: Callable[[Episode, Verdict], None] | None = None,
+                  on_start: Callable[[int, int], None] | None = None) -> RejudgeResult:
     """Score the run's episodes with `judge` (or "auto": each task's own) and store the verdicts."""
     load_plugins()
     options = dict(options or {})
@@ -107,6 +108,8 @@ async def rejudge(run_dir: str | Path, judge: str, options: dict[str, Any] | Non
     have = {(v.episode_id, v.judge) for v in verdicts if v.error is None}
     todo = [e for e in episodes if redo or (e.id, name_of(e)) not in have]
     slots = asyncio.Semaphore(concurrency)
+    if on_start:
+        on_start(len(todo), len(episodes))
 
     async def score(episode: Episode) -> None:
         async with slots, gate.slot(endpoint_of(options)):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from .budget import Budget
-from .discovery import claim
+from .discovery import registering
 from .context_image import ContextImage
 from .task import Task
 from .tool import Tool
@@ -101,9 +101,4 @@ AGENTS: dict[str, Callable[..., Agent]] = {}
 
 def register_agent(name: str):
     """Decorator for an agent factory `factory(**options) -> Agent`."""
-
-    def wrap(factory):
-        claim(AGENTS, name, factory, "agent")
-        return factory
-
-    return wrap
+    return registering(AGENTS, name, "agent")

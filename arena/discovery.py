@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Any
+from typing import Any, Callable
 
 
 def import_submodules(package_name: str) -> None:
@@ -20,6 +20,11 @@ def claim(registry: dict[str, Any], name: str, entry: Any, kind: str) -> None:
     if name in registry and registry[name] is not entry:
         raise ValueError(f"{kind} {name!r} registered twice: {_origin(registry[name])} and {_origin(entry)}")
     registry[name] = entry
+
+
+def registering(registry: dict[str, Any], name: str, kind: str) -> Callable[[Any], Any]:
+    """A decorator that `claim`s what it decorates under `name` and returns it unchanged."""
+    return lambda entry: (claim(registry, name, entry, kind), entry)[1]
 
 
 def _origin(entry: Any) -> str:

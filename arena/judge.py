@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable
 
 from .blobs import BlobStore
-from .discovery import claim
+from .discovery import registering
 from .trajectory import Episode
 from .verdict import Verdict
 
@@ -24,6 +24,10 @@ class Judge(ABC):
     def describe(self) -> dict[str, Any]:
         return {"id": self.id, "version": self.version}
 
+    def missing(self, task: Any) -> str | None:
+        """What this judge lacks to score `task` (e.g. a judge model), or None: checked before a run starts."""
+        return None
+
     async def aclose(self) -> None:
         """Release connections."""
 
@@ -36,12 +40,7 @@ JUDGES: dict[str, Callable[..., Judge]] = {}
 
 def register_judge(name: str):
     """Decorator for a judge factory `factory(**options) -> Judge`."""
-
-    def wrap(factory):
-        claim(JUDGES, name, factory, "judge")
-        return factory
-
-    return wrap
+    return registering(JUDGES, name, "judge")
 
 
 def text_hash(*parts: str) -> str:

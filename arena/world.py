@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, Field
 
-from .discovery import claim
+from .discovery import claim, registering
 from .task import Task
 
 WORLD_FILE = "world.json"
@@ -75,12 +75,7 @@ WORLD_BUILDERS: dict[str, WorldBuilder] = {}
 
 def register_world(name: str):
     """Decorator for `build(out: Path, *, seed: int, size: str) -> Path` (deterministic from the seed)."""
-
-    def wrap(build: WorldBuilder) -> WorldBuilder:
-        claim(WORLD_BUILDERS, name, build, "world")
-        return build
-
-    return wrap
+    return registering(WORLD_BUILDERS, name, "world")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,9 @@ from arena.discovery import claim
 from arena.trajectory import Episode
 from arena.verdict import Verdict
 
+from .normalized import normalize_answer
+from .stats import bootstrap_ci, ks_for, majority_at_k, pass_at_k
+
 Row = tuple[Episode, "Verdict | None"]
 SuiteMetrics = Callable[[list[Row]], dict[str, Any]]
 SUITE_METRICS: dict[str, SuiteMetrics] = {}
@@ -143,6 +146,12 @@ def outcomes(rows: list[Row]) -> dict[str, Any]:
             "judge_errors": sum(1 for _, v in rows if v is not None and v.error is not None)}
 
 
+def judge_problems(rows: list[Row]) -> dict[str, Any]:
+    """Why verdicts failed: the most frequent judge error messages (first 160 characters) with their counts."""
+    reasons = Counter((v.error or "")[:160] for _, v in rows if v is not None and v.error is not None)
+    return {"judge_error_reasons": dict(reasons.most_common(3))} if reasons else {}
+
+
 def resources(rows: list[Row]) -> dict[str, Any]:
     """Average prompt and completion tokens and seconds per episode."""
     episodes = [e for e, _ in rows]
@@ -151,8 +160,45 @@ def resources(rows: list[Row]) -> dict[str, Any]:
             "avg_seconds": round(_mean([e.totals.seconds for e in episodes]) or 0.0, 4)}
 
 
+def _per_task(rows: list[Row]) -> dict[str, list[Row]]:
+    """Rows per task id, each task's rows in repeat order."""
+    out: dict[str, list[Row]] = defaultdict(list)
+    for row in sorted(rows, key=lambda r: (r[0].task.id, r[0].repeat)):
+        out[row[0].task.id].append(row)
+    return dict(out)
+
+
+def confidence(rows: list[Row]) -> dict[str, Any]:
+    """95 % bootstrap interval of Pass@1 (%), over tasks and, with several repeats, over each task's repeats
+    (`judges.stats.bootstrap_ci`, fixed seed)."""
+    interval = bootstrap_ci([[score_of(v) for _, v in task_rows] for task_rows in _per_task(rows).values()])
+    return {"pass1_ci": None if interval is None else [_pct(interval[0]), _pct(interval[1])]}
+
+
+def _correct(verdict: Verdict | None) -> bool:
+    return verdict is not None and verdict.error is None and verdict.correct
+
+
+def repeat_metrics(rows: list[Row]) -> dict[str, Any]:
+    """With several repeats per task: pass@k (unbiased estimator, %) and majority@k (%) over the repeats, for the
+    k of `judges.stats.ks_for(n)`, n = the fewest repeats any task has. Majority voting groups answers by their
+    normalised text (`normalized.normalize_answer` of the judge's extracted answer, else the episode's)."""
+    tasks = _per_task(rows)
+    n = min((len(r) for r in tasks.values()), default=0)
+    if n < 2:
+        return {}
+    ks = ks_for(n)
+    passes = {k: _mean([pass_at_k(n, sum(_correct(v) for _, v in r[:n]), k) for r in tasks.values()]) for k in ks}
+    votes = {k: _mean([float(majority_at_k([(normalize_answer((v.extracted if v and v.extracted is not None
+                                                                 else e.answer) or ""), _correct(v))
+                                            for e, v in r], k)) for r in tasks.values()]) for k in ks}
+    return {"pass_at_k": {str(k): _pct(v) for k, v in passes.items()},
+            "majority_at_k": {str(k): _pct(v) for k, v in votes.items()}}
+
+
 GROUP_METRICS: tuple[Callable[[list[Row]], dict[str, Any]], ...] = (
-    counts, pass_at_1, support_counts, breakdowns, tool_use, outcomes, resources)
+    counts, pass_at_1, confidence, support_counts, breakdowns, tool_use, outcomes, judge_problems, resources,
+    repeat_metrics)
 
 
 def group_metrics(rows: list[Row]) -> dict[str, Any]:

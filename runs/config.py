@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -52,6 +52,7 @@ class RunConfig(BaseModel):
     `protocol` (None = by the data: `original` for a published format, `arena` for
     generated worlds) picks the published pipeline or the arena's; it is resolved and
     recorded when the run starts.
+    `levels` / `categories` / `suites` keep only the tasks with one of those values (then `limit` applies).
     """
 
     data: str
@@ -61,7 +62,7 @@ class RunConfig(BaseModel):
     agent: str = "openai"
     agent_options: dict[str, Any] = Field(default_factory=dict)
     settings: list[str] = Field(default_factory=lambda: ["search+crop"])
-    max_rounds: list[int] = Field(default_factory=lambda: [10])
+    max_rounds: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [10], min_length=1)
     repeats: int = Field(1, ge=1)
     seed: int = 0
     concurrency: int = Field(8, ge=1)
@@ -72,6 +73,9 @@ class RunConfig(BaseModel):
     show_budget: bool = False
     limit: int | None = Field(None, ge=1)
     task_ids: list[str] | None = None
+    levels: list[str] | None = None
+    categories: list[str] | None = None
+    suites: list[str] | None = None
     run_id: str | None = None
     out: str = "logs"
     agents: list[AgentChoice] = Field(default_factory=list)
@@ -102,7 +106,7 @@ class RunConfig(BaseModel):
         keep = self.model_dump(mode="json", exclude={"concurrency", "out", "run_id", "judge", "judge_options",
                                                      "backend", "ray_address", "ray_workers", "endpoint_limits",
                                                      "retry_errors", "fail_fast", "price", "max_cost"})
-        for name in ("agents", "prefix_sharing", "fork"):
+        for name in ("agents", "prefix_sharing", "fork", "levels", "categories", "suites"):
             if keep.get(name) in (None, []):
                 keep.pop(name, None)
         if keep.get("protocol") in (None, "arena"):  # runs recorded before protocols were arena runs

@@ -22,6 +22,8 @@ class RunInfo(BaseModel):
     version: int = RECORD_VERSION
     run_id: str | None = None
     fingerprint: str | None = None
+    judge: str | None = None
+    """The judge the run is scored with ("auto": each task's own); what summary, report, view and export show."""
     config: dict[str, Any] = Field(default_factory=dict)
     agent: dict[str, Any] = Field(default_factory=dict)
     agents: list[dict[str, Any]] = Field(default_factory=list)

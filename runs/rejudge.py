@@ -92,7 +92,8 @@ class RejudgeResult:
 
 async def rejudge(run_dir: str | Path, judge: str, options: dict[str, Any] | None = None, *,
                   label: str | None = None, redo: bool = False, concurrency: int = 8,
-                  progress: Callable[[Episode, Verdict], None] | None = None) -> RejudgeResult:
+                  progress: Callable[[Episode, Verdict], None] | None = None,
+                  on_start: Callable[[int, int], None] | None = None) -> RejudgeResult:
     """Score the run's episodes with `judge` (or "auto": each task's own) and store the verdicts."""
     load_plugins()
     options = dict(options or {})
@@ -103,11 +104,12 @@ async def rejudge(run_dir: str | Path, judge: str, options: dict[str, Any] | Non
         raise ValueError(f"{run_dir}: not a run directory (no run.json)")
     with RunLock(store.dir, "arena judge"):
         return await _rejudge(store, judge, options, label=label, redo=redo, concurrency=concurrency,
-                              progress=progress)
+                              progress=progress, on_start=on_start)
 
 
 async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, label: str | None, redo: bool,
-                   concurrency: int, progress: Callable[[Episode, Verdict], None] | None) -> RejudgeResult:
+                   concurrency: int, progress: Callable[[Episode, Verdict], None] | None,
+                   on_start: Callable[[int, int], None] | None = None) -> RejudgeResult:
     limits = store.info().get("config", {}).get("endpoint_limits") or {}
     gate = EndpointGate({k: EndpointLimit.model_validate(v) for k, v in limits.items()})
     episodes, verdicts = store.episodes(), store.verdicts()
@@ -117,6 +119,8 @@ async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, labe
     todo = [e for e in episodes if redo or (e.id, name_of(e)) not in have]
     slots = asyncio.Semaphore(concurrency)
     calls = transcript.TranscriptWriter(store.dir, store.blobs)
+    if on_start:
+        on_start(len(todo), len(episodes))
 
     async def score(episode: Episode) -> None:
         async with slots, gate.slot(endpoint_of(options)):

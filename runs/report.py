@@ -17,12 +17,13 @@ from typing import Any
 
 from rich.table import Table as RichTable
 
+from .compare import COLUMNS, compare_runs
 from .failures import LABELS, failure_counts
 from .plot import sweep_png
 from .prefix import model_call_counts
 from .rejudge import agreements
 from .rundata import RunData
-from .table import flatten, fmt
+from .table import ci_text, flatten, fmt
 
 
 @dataclass
@@ -67,16 +68,20 @@ def group_label(run: RunData, group: dict[str, Any], several: bool) -> str:
 def groups_table(runs: list[RunData]) -> Table:
     several = len(runs) > 1
     table = Table("Results per agent, setting and budget",
-                  (["run"] if several else []) + ["agent", "setting", "N", "episodes", "Pass@1 (%)", "L1 (%)",
-                                                  "L2 (%)", "L3 (%)", "Avg. tool calls", "Avg. rounds",
-                                                  "Tool util. (%)", "invalid", "errors"])
+                  (["run"] if several else []) + ["agent", "setting", "N", "episodes", "Pass@1 (%)", "95% CI",
+                                                  "L1 (%)", "L2 (%)", "L3 (%)", "Avg. tool calls", "Avg. rounds",
+                                                  "Tool util. (%)", "invalid", "errors", "judge errors",
+                                                  "unjudged", "Avg. tokens", "Avg. s"])
     for run in runs:
         for g in run.summary["groups"]:
             levels = g.get("levels", {})
+            tokens = (g.get("avg_prompt_tokens") or 0) + (g.get("avg_completion_tokens") or 0)
             table.rows.append(([run.run_id] if several else []) + [
-                g["agent"], g["setting"], str(g["max_rounds"]), str(g["episodes"]), pass1_cell(g),
+                g["agent"], g["setting"], str(g["max_rounds"]), str(g["episodes"]), pass1_cell(g), ci_text(g),
                 fmt(levels.get("L1")), fmt(levels.get("L2")), fmt(levels.get("L3")), fmt(g["avg_tool_calls"]),
-                fmt(g["avg_rounds"]), fmt(g["tool_utilisation"], 1), str(g["invalid_calls"]), str(g["errors"])])
+                fmt(g["avg_rounds"]), fmt(g["tool_utilisation"], 1), str(g["invalid_calls"]), str(g["errors"]),
+                str(g.get("judge_errors", 0)), str(g.get("unjudged", 0)), fmt(float(tokens), 0),
+                fmt(g.get("avg_seconds"))])
     return table
 
 
@@ -93,6 +98,37 @@ def evidence_table(runs: list[RunData]) -> Table | None:
                     g["agent"], g["setting"], str(g["max_rounds"]), str(g["correct"]), str(g["correct_supported"]),
                     str(g["correct_unsupported"]), str(g["correct_support_unknown"])])
     return table if table.rows else None
+
+
+def repeats_table(runs: list[RunData]) -> Table | None:
+    """pass@k and majority@k over repeats, for the groups with several repeats per task."""
+    ks = sorted({int(k) for r in runs for g in r.summary["groups"] for k in g.get("pass_at_k", {})})
+    if not ks:
+        return None
+    several = len(runs) > 1
+    table = Table("Over repeats: pass@k and majority@k (%)",
+                  ["group", *(f"pass@{k}" for k in ks), *(f"maj@{k}" for k in ks)])
+    for run in runs:
+        for g in run.summary["groups"]:
+            if g.get("pass_at_k"):
+                table.rows.append([group_label(run, g, several),
+                                   *(fmt(g["pass_at_k"].get(str(k))) for k in ks),
+                                   *(fmt(g.get("majority_at_k", {}).get(str(k))) for k in ks)])
+    return table
+
+
+def compare_tables(runs: list[RunData]) -> list[Table]:
+    """With two runs or more: each run paired with the first on the tasks they share (`runs.compare`)."""
+    tables = []
+    for other in runs[1:]:
+        try:
+            pairs = compare_runs(runs[0], other)
+        except ValueError:
+            continue
+        table = Table(f"Paired comparison: A = {runs[0].run_id}, B = {other.run_id}", list(COLUMNS))
+        table.rows.extend(c.row() for c in pairs)
+        tables.append(table)
+    return tables
 
 
 def sweep_tables(runs: list[RunData]) -> list[Table]:
@@ -200,7 +236,8 @@ class Report:
     def html(self) -> str:
         title = "Report: " + ", ".join(r.run_id for r in self.runs)
         image = base64.b64encode(self.png).decode()
-        notes = "".join(f"<p class=note>{html.escape(n)}</p>" for r in self.runs for n in r.notes)
+        notes = "".join(f"<p>{html.escape(r.run_id)}: judge {html.escape(r.judge_label)}</p>" for r in self.runs)
+        notes += "".join(f"<p class=note>{html.escape(n)}</p>" for r in self.runs for n in r.notes)
         return (f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
                 f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>{notes}"
                 f"<h2>Sweep</h2><img alt='Pass@1 and tool utilisation against max rounds' "
@@ -215,6 +252,10 @@ th{background:#f3f3f3}img{max-width:100%}.note{color:#a60}"""
 
 def build_report(runs: list[RunData]) -> Report:
     tables = [groups_table(runs), *sweep_tables(runs), *breakdown_tables(runs), failure_table(runs)]
+    repeats = repeats_table(runs)
+    if repeats is not None:
+        tables.insert(1, repeats)
+    tables[1:1] = compare_tables(runs)
     evidence = evidence_table(runs)
     if evidence is not None:
         tables.insert(1, evidence)

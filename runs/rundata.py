@@ -32,6 +32,16 @@ class RunData:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def own_judge(self) -> str:
+        """The judge the run was scored with (`run_judge`)."""
+        return run_judge(self.info)
+
+    @property
+    def judge_label(self) -> str:
+        """The judge whose verdicts are shown, said so: "X (the run's judge)" or "X (asked; the run's judge: Y)"."""
+        return judge_label(self.judge, self.own_judge)
+
+    @property
     def run_id(self) -> str:
         return str(self.info.get("run_id") or self.store.dir.name)
 
@@ -88,6 +98,8 @@ class RunData:
         current = list(index.latest().values())
         matches = [e for e in current if e.id == ref or e.key == ref]
         if not matches:
+            matches = [e for e in current if e.key.startswith(ref + "|")]
+        if not matches:
             matches = [e for e in current if e.id.startswith(ref)]
         if not matches:
             matches = [e for e in index.entries if e.id == ref or e.id.startswith(ref)]
@@ -97,12 +109,23 @@ class RunData:
             what = "no episode" if not matches else f"{len(matches)} episodes"
             keys = "".join(f"\n  {e.key}" for e in matches[:20])
             raise ValueError(f"{self.store.episodes_path}: {what} match {ref!r} (give an episode id, id prefix, "
-                             f"key or task id){keys}")
+                             f"key, or a key's leading fields such as TASK|SETTING|N){keys}")
         return self.store.read_episode(matches[0])
 
 
-def load_run(run_dir: str | Path, judge: str = AUTO) -> RunData:
+def run_judge(info: dict[str, Any]) -> str:
+    """The judge a run was scored with: run.json's `judge`, else its config's, else "auto"."""
+    return str(info.get("judge") or (info.get("config") or {}).get("judge") or AUTO)
+
+
+def judge_label(judge: str, own: str) -> str:
+    return f"{judge} (the run's judge)" if judge == own else f"{judge} (asked; the run's judge: {own})"
+
+
+def load_run(run_dir: str | Path, judge: str | None = None) -> RunData:
+    """A run read back; its verdicts are those of `judge`, by default the judge the run was scored with."""
     store = RunStore(run_dir)
     if not store.exists():
         raise ValueError(f"{run_dir}: not a run directory (no run.json)")
-    return RunData(store=store, info=store.info(), judge=judge)
+    info = store.info()
+    return RunData(store=store, info=info, judge=judge or run_judge(info))

@@ -37,6 +37,7 @@ from .ray_backend import RayBackend
 from .scan import model_call_counts_scan, scan_run, summarize_scan
 from .stops import RunStops
 from .store import RunStore
+from .validate import check_judges, check_tool_options
 from .sweep import Cell, Family, grid_size, plan
 from .workbench import EpisodeJob, Workbench
 
@@ -172,13 +173,16 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
     for judge_id in sorted({judge_for_task(task, config.judge or AUTO) for _, task in bench.pairs}
                            | {j for ids in also.values() for j in ids}):
         judges.get(judge_id)
+    check_judges(lambda task: judges.get(judge_for_task(task, config.judge or AUTO)), [t for _, t in bench.pairs])
+    check_tool_options(config.tool_options, config.settings)
     tool_extras = config.tool_options.model_extra or {}
     if tool_extras.get("web", "offline") != "offline" and not tool_extras.get("cassette"):
         config.tool_options.cassette = str(store.dir / "cassettes.sqlite")
     backend = None
     try:
         info: dict[str, Any] = {
-            "run_id": run_id, "fingerprint": config.grid_fingerprint(), "config": config.redacted(),
+            "run_id": run_id, "fingerprint": config.grid_fingerprint(), "judge": config.judge or AUTO,
+            "config": config.redacted(),
             "agent": bench.agents[0].describe(), "agents": [a.describe() for a in bench.agents],
             "datasets": [{"name": d.name, "source": str(d.source), "root": str(d.root), "tasks": len(d.tasks),
                           "world": d.meta.get("world")} for d in bench.datasets],

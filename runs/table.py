@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.table import Table
 
 
@@ -16,17 +17,28 @@ def fmt(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
+def ci_text(group: dict[str, Any]) -> str:
+    """The 95 % interval of Pass@1 as "[low, high]", or a dash."""
+    ci = group.get("pass1_ci")
+    return f"[{fmt(ci[0], 1)}, {fmt(ci[1], 1)}]" if ci else "–"
+
+
 def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
-    """Pass@1 (± std over repeats), per level, tool use and finish reasons per (agent, setting, max rounds)."""
+    """Pass@1 (± std over repeats, 95 % CI), per level, tool use, errors, judge errors, unjudged episodes,
+    tokens, seconds and finish reasons per (agent, setting, max rounds)."""
     title = title or f"judge: {summary.get('judge')}"
     if summary.get("protocol") and "protocol:" not in title:
         title += f" · protocol: {summary['protocol']}"
-    table = Table(title=title, show_lines=False)
-    for name, justify in [("agent", "left"), ("setting", "left"), ("N", "right"), ("episodes", "right"),
-                          ("Pass@1 %", "right"), ("L1", "right"), ("L2", "right"), ("L3", "right"),
-                          ("calls", "right"), ("rounds", "right"), ("util %", "right"), ("invalid", "right"),
-                          ("finish", "left")]:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = Table(title=title, show_lines=False, box=box.SIMPLE_HEAD, padding=(0, 1),
+                  collapse_padding=True, show_edge=False,
+                  pad_edge=False)
+    for name, justify in [("agent", "left"), ("setting", "left"), ("N", "right"), ("eps", "right"),
+                          ("Pass@1 % [95% CI]", "right"), ("L1", "right"), ("L2", "right"), ("L3", "right"),
+                          ("calls", "right"), ("rounds", "right"), ("util %", "right"), ("inval", "right"),
+                          ("err", "right"), ("j.err", "right"), ("unjud", "right"), ("tok/ep", "right"),
+                          ("s/ep", "right"), ("finish", "left")]:
+        table.add_column(name, justify=justify, no_wrap=name != "finish",  # type: ignore[arg-type]
+                         min_width=12 if name == "finish" else None)
     costed = any(g.get("cost") is not None for g in summary.get("groups", []))
     if costed:
         table.add_column("cost $", justify="right")
@@ -34,16 +46,48 @@ def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
         pass1 = fmt(g["pass1"])
         if g.get("repeats", 1) > 1:
             pass1 += f" ± {fmt(g['pass1_std'])}"
+        pass1 += f" {ci_text(g)}"
         levels = g.get("levels", {})
         finish = " ".join(f"{k}:{v}" for k, v in g.get("finish_reasons", {}).items())
+        tokens = (g.get("avg_prompt_tokens") or 0) + (g.get("avg_completion_tokens") or 0)
         cells = [g["agent"], g["setting"], str(g["max_rounds"]), str(g["episodes"]), pass1,
-                 fmt(levels.get("L1")), fmt(levels.get("L2")), fmt(levels.get("L3")),
-                 fmt(g["avg_tool_calls"]), fmt(g["avg_rounds"]), fmt(g["tool_utilisation"]),
-                 str(g["invalid_calls"]), finish]
+                 fmt(levels.get("L1"), 1), fmt(levels.get("L2"), 1), fmt(levels.get("L3"), 1),
+                 fmt(g["avg_tool_calls"]), fmt(g["avg_rounds"]), fmt(g["tool_utilisation"], 1),
+                 str(g["invalid_calls"]), str(g.get("errors", 0)), str(g.get("judge_errors", 0)),
+                 str(g.get("unjudged", 0)), fmt(float(tokens), 0), fmt(g.get("avg_seconds")), finish]
         if costed:
             cells.append(fmt(g.get("cost"), 4))
         table.add_row(*cells)
     return table
+
+
+def judge_warnings(summary: dict[str, Any]) -> list[str]:
+    """One line per group whose Pass@1 counts judge errors or unjudged episodes as 0, naming how many and why."""
+    lines = []
+    for g in summary.get("groups", []):
+        errors, unjudged = g.get("judge_errors", 0), g.get("unjudged", 0)
+        if not errors and not unjudged:
+            continue
+        parts = []
+        if errors:
+            reasons = "; ".join(f"{n}× {r}" for r, n in g.get("judge_error_reasons", {}).items())
+            parts.append(f"{errors} judge error(s)" + (f" ({reasons})" if reasons else ""))
+        if unjudged:
+            parts.append(f"{unjudged} episode(s) without a verdict of judge {summary.get('judge')!r}")
+        lines.append(f"{g['agent']} · {g['setting']} · N={g['max_rounds']}: {' and '.join(parts)} of "
+                     f"{g['episodes']} scored 0 in Pass@1 (re-judge with `arena judge RUN --judge ...`)")
+    return lines
+
+
+def repeat_lines(summary: dict[str, Any]) -> list[str]:
+    """pass@k and majority@k over repeats, one line per group that has them."""
+    lines = []
+    for g in summary.get("groups", []):
+        if g.get("pass_at_k"):
+            passes = " ".join(f"pass@{k}={fmt(v)}" for k, v in g["pass_at_k"].items())
+            votes = " ".join(f"maj@{k}={fmt(v)}" for k, v in g.get("majority_at_k", {}).items())
+            lines.append(f"{g['agent']} · {g['setting']} · N={g['max_rounds']}: {passes}  {votes}")
+    return lines
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -57,6 +57,14 @@ def select_tasks(datasets: list[Dataset], config: RunConfig) -> list[tuple[Datas
         missing = wanted - {t.id for _, t in pairs}
         if missing:
             raise ValueError(f"task id(s) not in the data: {', '.join(sorted(missing))}")
+    for field, wanted in (("level", config.levels), ("category", config.categories), ("suite", config.suites)):
+        if wanted:
+            values = {str(getattr(t, field)) for _, t in pairs}
+            unknown = sorted(set(wanted) - values)
+            if unknown:
+                raise ValueError(f"--{field} {', '.join(unknown)}: no task has it; the tasks' {field} values: "
+                                 f"{', '.join(sorted(values))}")
+            pairs = [(ds, t) for ds, t in pairs if str(getattr(t, field)) in set(wanted)]
     if config.limit:
         pairs = pairs[: config.limit]
     return pairs

@@ -82,8 +82,9 @@ def _bound_problems(fig: AgentFigures, baseline: Baseline, n_tasks: int) -> list
     return problems
 
 
-def check_world(world_dir: Path, out: Path, concurrency: int = 4) -> WorldCheckReport:
-    """Validate a world directory; runs go under `out` (resumed when the same world is checked again)."""
+def check_world(world_dir: Path, out: Path, concurrency: int = 4, **hooks: Any) -> WorldCheckReport:
+    """Validate a world directory; runs go under `out` (resumed when the same world is checked again).
+    `hooks` (`progress`, `on_start`) are passed to each baseline's run (`runs.runner.execute`)."""
     load_plugins()
     world = Path(world_dir)
     if not is_world(world):
@@ -106,7 +107,7 @@ def check_world(world_dir: Path, out: Path, concurrency: int = 4) -> WorldCheckR
                            max_rounds=[rounds], judge=check.judge, concurrency=concurrency, out=str(out),
                            task_ids=None if check.played is None else sorted(by_id),
                            run_id=f"world-check-{info.name}-{info.content_hash[:10]}-{baseline.agent}")
-        result = run(config)
+        result = run(config, **hooks)
         fig = _figures(result, baseline.agent, baseline.setting, rounds)
         figures.append(fig)
         if baseline.agent == check.oracle:

@@ -111,7 +111,7 @@ def test_a_replay_miss_is_an_error_observation_naming_the_request(recorded, netw
     script = {"*": [{"tool": "text_search_tool", "arguments": {"query": "Velmora kite festival"}},
                     {"answer": "unknown"}]}
     result = run(config(tmp, recorded["data"], script, "miss", web="replay", cassette=str(recorded["cassette"]),
-                        web_provider="searxng", web_endpoint="http://127.0.0.1:9", task_ids=None))
+                        web_provider="searxng", web_endpoint="http://127.0.0.1:9"))
     for episode in result.episodes:
         observation = episode.steps[0].observation
         assert observation.error

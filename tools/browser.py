@@ -52,7 +52,7 @@ from pydantic import BaseModel, Field, model_validator
 from arena.images import open_image
 from arena.paths import PathEscapeError
 from arena.settings import register_setting
-from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolResult, register_tool
+from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOptions, ToolResult, register_tool
 
 from .browser_dom import ELEMENTS_JS, draw_marks, elements_from
 from .browser_site import DEFAULT_MAX_BYTES, ORIGIN, SiteRouter, is_world_url
@@ -134,6 +134,17 @@ def site_dir(ctx: ToolContext) -> Path | None:
     return next((c for c in candidates if c.is_dir()), None)
 
 
+class BrowserOptions(ToolOptions):
+    """The browser's options (see the module docstring); declared so that unknown option keys can be refused."""
+
+    browser_viewport: Any = "1280x800"
+    browser_marks: bool = True
+    browser_action_timeout: float = 15.0
+    browser_max_page_bytes: int = DEFAULT_MAX_BYTES
+    browser_max_elements: int = 150
+    browser_max_sessions: int = 16
+
+
 @register_tool
 class BrowserTool(Tool):
     name = "browser"
@@ -146,6 +157,7 @@ class BrowserTool(Tool):
         "goto opens it."
     )
     Args = BrowserArgs
+    Options = BrowserOptions
 
     def __init__(self, options=None):
         super().__init__(options)

@@ -54,6 +54,13 @@ class ImageSearchOptions(WebOptions):
     """`image_search`: `auto`, `stored`, `index`, `web` or `live` (see the module docstring)."""
 
     image_search: Literal["auto", "stored", "index", "web", "live"] = "auto"
+    lens_provider: str = "serper"
+    lens_endpoint: str | None = None
+    lens_api_key_env: str | None = None
+    lens_timeout: float = 30.0
+    image_host: str | None = None
+    image_host_dir: str | None = None
+    image_host_expires: int = 3600
 
 
 @register_tool

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from arena.images import decode_image
-from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolResult, register_tool
+from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOptions, ToolResult, register_tool
 
 from .chromium import SharedChromium, seal_context
 
@@ -70,6 +70,16 @@ def _round(value: Any) -> Any:
     return round(value, 1) if isinstance(value, float) else value
 
 
+class RenderOptions(ToolOptions):
+    """`render_parallel` pages at once, `render_scripts` (JavaScript on), `render_max_chars` of markup,
+    `render_timeout` seconds per render."""
+
+    render_parallel: int = 2
+    render_scripts: bool = False
+    render_max_chars: int = 200_000
+    render_timeout: float = 15.0
+
+
 @register_tool
 class RenderTool(Tool):
     name = "render"
@@ -77,6 +87,7 @@ class RenderTool(Tool):
                    "inline CSS). The rendered image is returned and counts as the image you generate; external "
                    "resources are not loaded.")
     Args = RenderArgs
+    Options = RenderOptions
 
     def __init__(self, options=None):
         super().__init__(options)

@@ -65,6 +65,7 @@ class TextSearchOptions(WebOptions):
     """`top_k`: pages per search (VistaArena: 3)."""
 
     top_k: int = Field(3, ge=1)
+    text_search_backend: str = "corpus"
 
 
 @register_tool

@@ -86,6 +86,32 @@ class WebOptions(ToolOptions):
 
     web: Literal["offline", "live", "record", "replay", "refresh"] = "offline"
     cassette: str | None = None
+    web_provider: str = "ddgs"
+    web_endpoint: str = ""
+    web_proxy: str | None = None
+    web_timeout: float = 10.0
+    web_region: str = "us-en"
+    web_safesearch: str = "moderate"
+    web_min_interval: float = 1.0
+    web_retries: int = 2
+    web_retry_initial: float = 1.0
+    ddgs_backend: str = "auto"
+    summarizer_model: str | None = None
+    summarizer_base_url: str | None = None
+    summarizer_api_key_env: str | None = None
+    summarizer_max_tokens: int | None = 512
+    summarizer_timeout: float = 60.0
+    summarizer_max_retries: int = 2
+    summarizer_max_chars: int = 20_000
+    allow_private_hosts: bool = False
+    page_timeout: float = 20.0
+    page_max_chars: int = 100_000
+    fetch_pages: bool = True
+    web_api_key_env: str | None = None
+    web_max_retry_after: float = 60.0
+    serper_gl: str = "us"
+    serper_hl: str = "en"
+    serper_num: int = 10
 
 
 class PageError(Exception):

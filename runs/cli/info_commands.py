@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal, Optional
 
 import typer
 
@@ -14,39 +15,35 @@ from arena.tool import TOOLS
 from arena.world import WORLD_BUILDERS
 from runs.demo import run_demo
 from runs.plugins import load_plugins
-from runs.scan import summarize_store
-from runs.store import RunStore
-from runs.table import summary_table, support_lines
+from runs.rundata import load_run
 
-from .common import console, fail
+from .common import console, fail, print_summary
 
 app = typer.Typer()
 
 
-@app.command()
-def summary(run_dir: Path, judge: str = typer.Option("auto", help="Whose verdicts count.")) -> None:
+@app.command(rich_help_panel="Look at runs")
+def summary(run_dir: Path = typer.Argument(..., help="Run directory."),
+            judge: Optional[str] = typer.Option(None, help="Whose verdicts count (default: the judge the run was "
+                                                "scored with).")) -> None:
     """Recompute a run's metrics from episodes.jsonl and verdicts.jsonl and print them."""
-    store = RunStore(run_dir)
-    if not store.exists():
-        fail(f"{run_dir}: not a run directory (no run.json)")
     try:
-        result = summarize_store(store, judge)
+        run = load_run(run_dir, judge)
+        result = run.summary
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
-    console.print(summary_table(result, title=f"{run_dir.name} (judge: {judge})"))
-    for line in support_lines(result):
-        console.print(line, markup=False)
+    print_summary(result, f"{run_dir.name} (judge: {run.judge_label})")
 
 
-@app.command()
+@app.command(rich_help_panel="Worlds and plugins")
 def demo(out: Path = typer.Option(Path("logs"), help="Where run directories go."),
          worlds: Path = typer.Option(Path("worlds"), help="Where the demo world is built."),
-         size: str = typer.Option("small", help="World size.")) -> None:
+         size: Literal["tiny", "small", "full"] = typer.Option("small", help="World size.")) -> None:
     """Offline demo: build the bundled world, run baseline agents through the arena, print the results."""
     run_demo(console, out=out, worlds=worlds, size=size)
 
 
-@app.command("list")
+@app.command("list", rich_help_panel="Worlds and plugins")
 def list_plugins() -> None:
     """List the installed suites (loaders), worlds, settings, tools, agents and judges."""
     load_plugins()

@@ -6,11 +6,42 @@ under `runs/cli/` build typer groups; this module assembles them and loads the p
 
 from __future__ import annotations
 
+from importlib import metadata
+from typing import Optional
+
 import typer
+from typer.core import TyperOption
 
 from . import cassette, info_commands, label_commands, run_commands, transcript_commands, world_commands
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Evaluate tool-using multimodal agents.")
+_display_type = TyperOption.display_type_rich
+
+
+def _flag_type(self: TyperOption, ctx) -> str | None:
+    """No `<bool>` type column for on/off flags (typer 0.29 shows one); other options unchanged."""
+    return None if self.is_flag else _display_type(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Evaluate tool-using multimodal agents.",
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            version = metadata.version("arena")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+        typer.echo(f"arena {version}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True,
+                                                 help="Print the arena version and exit.")) -> None:
+    """Evaluate tool-using multimodal agents."""
 app.add_typer(run_commands.app)
 app.add_typer(info_commands.app)
 app.add_typer(label_commands.app)

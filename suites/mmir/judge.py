@@ -113,6 +113,11 @@ class MMIRJudge(Judge):
                                 rationale=f"predicted ids {predicted_ids(span)}; true ids {truth}")
         return await self._score_open(episode, span, truth)
 
+    def missing(self, task: Any) -> str | None:
+        if self.endpoint is None and parse_task_id(task.id)[1] == "open":
+            return "open-ended MMIR items need a judge model to map answers to element ids"
+        return None
+
     async def _score_open(self, episode: Episode, span: str, truth: list[int]) -> Verdict:
         base: dict[str, Any] = {"prompt_hash": PROMPT_HASH, "judge_model": self.config.model if self.config else None}
         if not span and not self.strict_ans:

@@ -38,7 +38,7 @@ from arena.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agen
 from endpoints.client import Endpoint, EndpointConfig, EndpointError
 from arena.images import ImageError, decode_image
 from suites.ureason.loader import SETTINGS, extract_refined_prompt
-from arena.tool import Tool, ToolContext, ToolError, ToolResult, register_tool
+from arena.tool import Tool, ToolContext, ToolError, ToolOptions, ToolResult, register_tool
 from arena.trajectory import Usage
 
 
@@ -53,11 +53,24 @@ class GenerateImageArgs(BaseModel):
     prompt: str = Field(..., min_length=1, max_length=32_000, description="What the image must show.")
 
 
+class GenerateImageOptions(ToolOptions):
+    """The image endpoint of `generate_image` (`images_base_url` is required to call it)."""
+
+    images_base_url: str | None = None
+    images_model: str | None = None
+    images_api_key_env: str | None = None
+    images_size: str = "1024x1024"
+    images_timeout: float = 300.0
+    images_max_retries: int = 3
+    images_response_format: str = "b64_json"
+
+
 @register_tool
 class GenerateImageTool(Tool):
     name = "generate_image"
     description = "Generate an image from a text prompt with an image model; the image is returned."
     Args = GenerateImageArgs
+    Options = GenerateImageOptions
 
     def __init__(self, options=None):
         super().__init__(options)

@@ -102,3 +102,24 @@ def test_agentic_setting_reads_the_live_page_with_matching_ids(world: Path, tmp_
     assert page.data["blocked"] == [] and len(page.images) == 1
     assert result.verdicts[0].score == 1.0
     assert json.loads((result.run_dir / "summary.json").read_text())["groups"][0]["suites"]["mmir"]["accuracy"] == 100.0
+
+
+def test_a_judge_less_run_with_open_ended_items_refuses_to_start(world: Path, tmp_path: Path):
+    """MMIR's judge needs a model for open-ended items: without --judge-model the run refuses before anything
+    runs or is written, naming how many tasks and why (issue 16, item 2)."""
+    from typer.testing import CliRunner
+
+    from runs.cli.main import app
+
+    tasks = [t for t in load_datasets(world)[0].tasks if t.id.endswith(":open")][:2]
+    script = {t.id: [{"answer": "<ans>element 1</ans>"}] for t in tasks}
+    (tmp_path / "script.json").write_text(json.dumps(script))
+    args = ["run", "--data", str(world), "--agent", "scripted", "--script", str(tmp_path / "script.json"),
+            "--setting", "no-tool", "--out", str(tmp_path / "logs"), "--run-id", "judge-less"]
+    for task in tasks:
+        args += ["--task", task.id]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "judge 'mmir' cannot score 2 task(s)" in result.output
+    assert "need a judge model" in result.output and "--judge-model" in result.output
+    assert not (tmp_path / "logs" / "judge-less").exists()

@@ -132,7 +132,24 @@ def record(body: bytes, response: Any) -> None:
     if current is None:
         return
     with _LOCK:
+        try:
+            orjson.dumps(response)
+        except TypeError:  # lone surrogates a server sent: kept with U+FFFD, marked as such
+            response = _mended(response)
+            if isinstance(response, dict):
+                response["arena_note"] = "invalid Unicode replaced by U+FFFD"
         _record(current, body, response)
+
+
+def _mended(value: Any) -> Any:
+    """`value` with every string's lone surrogates replaced by U+FFFD (the response is otherwise as sent)."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_mended(k): _mended(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mended(v) for v in value]
+    return value
 
 
 def record_exchange(response: httpx.Response) -> None:

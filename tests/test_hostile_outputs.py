@@ -99,7 +99,7 @@ def record_text(episode) -> str:
 def test_twenty_hostile_outputs_in_one_run(tmp_path, mode):
     data = write_cases(tmp_path / "data")
     with OpenAIStub(responder(mode)) as server:
-        result = run(RunConfig(data=str(data), agent="openai", out=str(tmp_path / "out"), judge="normalized",
+        result = run(RunConfig(data=str(data), agent="openai", out=str(tmp_path / "out"), judge="normalized", protocol="arena",
                                concurrency=8, max_rounds=[3],
                                agent_options={"model": "m", "base_url": server.base_url, "tool_mode": mode,
                                               "max_retries": 0}))

@@ -249,7 +249,7 @@ def test_a_reply_cut_at_the_token_limit_is_an_invalid_round_not_an_answer(tmp_pa
         return Reply(content="<answer>1874</answer>")
 
     with RealServer(thinker, Rules(flavour="sglang", send_usage=False)) as server:
-        result = arena_run(data, tmp_path / "logs", server.base_url, "--strict-answers", "--max-rounds", "5",
+        result = arena_run(data, tmp_path / "logs", server.base_url, "--strict-answers", "--max-rounds", "5", "--protocol", "arena",
                            "--tool-mode", tool_mode)
         assert result.exit_code == 0, result.output
     episode = RunStore(tmp_path / "logs" / "r").episodes()[0]

@@ -29,6 +29,7 @@ import re
 from typing import Any
 
 from arena.dataset import Dataset, DatasetError
+from arena.untrusted import json_text_problem
 from arena.protocol import MAX_PARSED_CHARS, ParsedAction, split_thinking
 from judges.protocols import register_original_dataset_rule, register_original_turn_rule
 from judges.normalized import TURN_END, extract_answer_published
@@ -54,11 +55,16 @@ def original_turn(text: str) -> ParsedAction:
     note = None
     if match:
         body = match.group(1).strip()
+        problem = json_text_problem(body, "the tool call")
+        if problem:  # hostile output: bounded before any parse (the original's parser would crash on it)
+            return ParsedAction("invalid", raw_call=body[:8192], reasoning=reasoning, error=f"{CRASH}: {problem}")
         try:
             data = json.loads(body)
         except json.JSONDecodeError as exc:
             data, note = None, (f"the tool call is not valid JSON ({exc.msg}); the original pipeline ends the "
                                 "episode here and scores this turn as the final output")
+        except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+            return ParsedAction("invalid", raw_call=body[:8192], reasoning=reasoning, error=f"{CRASH}: {exc}")
         if data:
             arguments = data.get("arguments", {}) if isinstance(data, dict) else None
             if not isinstance(data, dict) or not isinstance(arguments, dict):

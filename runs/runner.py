@@ -158,13 +158,6 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
                    run_dir: str | Path | None) -> RunResult:
     run_id = config.run_id or default_run_id(bench, config)
     store = RunStore(Path(run_dir) if run_dir is not None else Path(config.out) / run_id)
-    with RunLock(store.dir, "arena run"):
-        return await _execute_locked(config, bench, progress=progress, force=force, on_start=on_start,
-                                     run_id=run_id, store=store)
-
-
-async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start, run_id: str,
-                          store: RunStore) -> RunResult:
     judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl", config.protocol)
     # Every scoring method a task names (VistaHop's reward_fn + unused_reward_fn under --protocol original) is
     # computed; the task's own judge is the one that counts.
@@ -175,6 +168,13 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
         judges.get(judge_id)
     check_judges(lambda task: judges.get(judge_for_task(task, config.judge or AUTO)), [t for _, t in bench.pairs])
     check_tool_options(config.tool_options, config.settings)
+    with RunLock(store.dir, "arena run"):  # checked before: a run that cannot start writes nothing
+        return await _execute_locked(config, bench, progress=progress, force=force, on_start=on_start,
+                                     run_id=run_id, store=store, judges=judges, also=also)
+
+
+async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start, run_id: str,
+                          store: RunStore, judges: Judges, also: dict[str, list[str]]) -> RunResult:
     tool_extras = config.tool_options.model_extra or {}
     if tool_extras.get("web", "offline") != "offline" and not tool_extras.get("cassette"):
         config.tool_options.cassette = str(store.dir / "cassettes.sqlite")

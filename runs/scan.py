@@ -21,7 +21,7 @@ import orjson
 
 from arena.trajectory import Episode
 from arena.verdict import Verdict
-from judges.metrics import AUTO, SUITE_METRICS, judge_for_task
+from judges.metrics import AUTO, SUITE_METRICS, confidence, judge_for_task, judge_problems, repeat_metrics
 
 from .lock import RunLock, RunLockedError
 from .run_index import FIELDS, EpisodeIndex, IndexSourceError, scan_lines
@@ -184,6 +184,10 @@ def _suite_rows(scan: RunScan, rows: list[int], judge: str) -> list[tuple[Episod
     return [(scan.episode(r), found.get(scan.cols["id"][r])) for r in rows]
 
 
+RECORD_METRICS = (confidence, judge_problems, repeat_metrics)
+"""Group figures computed from whole records (they read answers and verdict texts), not from index columns."""
+
+
 def summarize_scan(scan: RunScan, judge: str = AUTO) -> dict[str, Any]:
     """The run's summary for one judge; equal to `judges.metrics.summarize` of the same store."""
     chosen = scan.chosen(judge)
@@ -195,6 +199,9 @@ def summarize_scan(scan: RunScan, judge: str = AUTO) -> dict[str, Any]:
     for (agent, setting, max_rounds), rows in sorted(groups.items()):
         entry: dict[str, Any] = {"agent": agent, "setting": setting, "max_rounds": max_rounds}
         entry.update(_group_metrics(scan, rows, chosen))
+        full = _suite_rows(scan, rows, judge)  # the figures that need whole records (answers, verdict texts)
+        for metric in RECORD_METRICS:
+            entry.update(metric(full))
         suites = sorted({c["suite"][r] for r in rows})
         extras = {s: SUITE_METRICS[s](_suite_rows(scan, [r for r in rows if c["suite"][r] == s], judge))
                   for s in suites if s in SUITE_METRICS}

@@ -52,6 +52,11 @@ class ToolContext:
     blobs: BlobStore
 
 
+def validation_problems(exc: ValidationError, whole: str) -> str:
+    """A pydantic error as `field.path: message; ...` (`whole` names an error of the object itself)."""
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or whole}: {err['msg']}" for err in exc.errors())
+
+
 class ToolOptions(BaseModel):
     """Run-wide tool options (`--tool-option key=value`), shared by every tool of a run.
 
@@ -82,7 +87,7 @@ class Tool(ABC):
         try:
             self.options = self.Options.model_validate(given)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
+            problems = validation_problems(exc, "options")
             raise ValueError(f"tool {self.name}: invalid tool option(s): {problems}") from None
 
     def schema(self) -> dict[str, Any]:
@@ -103,9 +108,7 @@ class Tool(ABC):
         try:
             return self.Args.model_validate(arguments)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors()
-            )
+            problems = validation_problems(exc, "arguments")
             raise ToolArgumentError(f"invalid arguments for {self.name}: {problems}") from None
 
     async def __call__(self, arguments: Any, ctx: ToolContext) -> ToolResult:

@@ -15,7 +15,7 @@ import statistics
 from collections import Counter, defaultdict
 from typing import Any, Callable, Iterable
 
-from arena.discovery import claim
+from arena.discovery import registering
 from arena.trajectory import Episode
 from arena.verdict import Verdict
 
@@ -29,12 +29,7 @@ SUITE_METRICS: dict[str, SuiteMetrics] = {}
 
 def register_suite_metrics(suite: str):
     """Decorator for `fn(rows: list[(Episode, Verdict | None)]) -> dict` added to every group of that suite."""
-
-    def wrap(fn: SuiteMetrics) -> SuiteMetrics:
-        claim(SUITE_METRICS, suite, fn, "suite metrics")
-        return fn
-
-    return wrap
+    return registering(SUITE_METRICS, suite, "suite metrics")
 
 
 def score_of(verdict: Verdict | None) -> float:

@@ -35,7 +35,7 @@ from .prefix import link as prefix_link
 from .pricing import price_of, usage_cost
 from .ray_backend import RayBackend
 from .scan import model_call_counts_scan, scan_run, summarize_scan
-from .stops import RunStops
+from .stops import FAILED, RunStops
 from .store import RunStore
 from .validate import check_judges, check_tool_options
 from .sweep import Cell, Family, grid_size, plan
@@ -198,7 +198,7 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
         for agent in bench.agents:
             agent.apply_limits(learned.get(agent.id) or {})
         backend = make_backend(config, bench, run_id, store)
-        retried = ("error", "rejected", "context_overflow") if config.retry_errors else ("error",)
+        retried = FAILED if config.retry_errors else ("error",)
         prices = {a.id: price_of((a.describe().get("endpoint") or {}).get("model"), config.price)
                   for a in bench.agents}
         stops = RunStops(threshold=config.fail_fast or 10**9, max_cost=config.max_cost)
@@ -308,7 +308,7 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
         summary = summarize_scan(scan, judge_name)
         summary.update({"run_id": run_id, "protocol": config.protocol, "judges": judges.describe(),
                         "model_calls": model_call_counts_scan(scan)})
-        recorded = scan_keys(store)
+        recorded = set(scan.cols.get("key", ()))  # the scan already holds the index's keys
         result = RunResult(run_dir=store.dir, run_id=run_id, summary=summary, ran=missing, sizes=store.sizes(),
                            grid=grid_size(families), unwritten=unwritten, stopped=stops.message,
                            unrecorded=sum(1 for f in families for c in f.cells if c.key not in recorded))
@@ -348,11 +348,6 @@ def _spent_usage(episode: Episode) -> Usage:
     calls = episode.meta.get("model_calls")
     steps = episode.steps if not isinstance(calls, int) else episode.steps[len(episode.steps) - calls:] if calls else []
     return sum((s.usage for s in steps), Usage())
-
-
-def scan_keys(store: RunStore) -> set[str]:
-    """Episode keys with a record in the store (from its index)."""
-    return set(store.index().latest())
 
 
 def add_costs(summary: dict[str, Any], episodes: list[Episode], prices: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import socket
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -26,12 +27,26 @@ class RunLockedError(RuntimeError):
 LOCK_NAME = ".lock"
 
 
+HOLDER_WAIT_S = 2.0
+"""How long a refused process waits for the holder to write its details (it writes them just after locking)."""
+
+
 def holder(run_dir: Path) -> dict[str, object]:
     """What the lock file says about its (last) holder; empty when unreadable."""
     try:
         return json.loads((Path(run_dir) / LOCK_NAME).read_text(encoding="utf-8") or "{}")
     except (OSError, ValueError):
         return {}
+
+
+def _holder_once_written(run_dir: Path) -> dict[str, object]:
+    """The holder's details, waiting up to HOLDER_WAIT_S for a holder that has locked but not yet written them."""
+    deadline = time.monotonic() + HOLDER_WAIT_S
+    while True:
+        who = holder(run_dir)
+        if who.get("pid") is not None or time.monotonic() >= deadline:
+            return who
+        time.sleep(0.02)
 
 
 class RunLock:
@@ -50,7 +65,7 @@ class RunLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            who = holder(self.dir)
+            who = _holder_once_written(self.dir)
             raise RunLockedError(
                 f"{self.dir} is in use by another process: pid {who.get('pid', '?')} on host {who.get('host', '?')} "
                 f"({who.get('command', 'unknown command')}, since {who.get('since', '?')}); wait for it to finish "
@@ -60,8 +75,9 @@ class RunLock:
             raise
         info = {"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
                 "since": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+        data = (json.dumps(info) + "\n").encode()
+        os.pwrite(fd, data, 0)  # written over the old details, then cut to length: never empty in between
+        os.ftruncate(fd, len(data))
         self._fd = fd
         return self
 

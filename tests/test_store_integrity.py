@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -22,7 +24,7 @@ from judges.llm import JudgeCache
 from judges.metrics import summarize
 from runs.cli.main import app
 from runs.config import RunConfig
-from runs.lock import RunLock
+from runs.lock import RunLock, RunLockedError
 from runs.run_index import INDEX_NAME, EpisodeIndex
 from runs.runner import run
 from runs.scan import summarize_store
@@ -109,6 +111,22 @@ def test_two_concurrent_runs_of_one_command_one_is_refused(tmp_path: Path) -> No
     assert len(episodes) == len({e["key"] for e in episodes}) == 16
     assert served == 16  # the refused process played nothing
     assert (out / "twice" / ".lock").read_text() == ""  # released by the winner
+
+
+def test_refused_process_waits_for_a_holder_that_locked_but_has_not_written(tmp_path: Path) -> None:
+    """The race CI once hit: the second process reads .lock between the holder's flock and its write."""
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    fd = os.open(run_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # locked, details not yet written
+    late = threading.Timer(0.3, lambda: os.pwrite(fd, json.dumps({"pid": 4242, "host": "h1"}).encode(), 0))
+    late.start()
+    try:
+        with pytest.raises(RunLockedError, match="pid 4242 on host h1"):
+            RunLock(run_dir, "arena run").acquire()
+    finally:
+        late.join()
+        os.close(fd)
 
 
 def test_judge_on_a_locked_run_stops_naming_the_holder(tmp_path: Path) -> None:

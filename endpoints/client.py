@@ -1,6 +1,6 @@
 """An OpenAI-compatible chat endpoint shared by agents and judges: the body is serialised once with
-orjson (pre-serialised parts such as images go in as `orjson.Fragment`s) and posted through keep-alive
-httpx pools. Errors (README "Model endpoints"): `TransientEndpointError` (connection, timeout, 408,
+orjson (pre-serialised parts such as images go in as `orjson.Fragment`s) and posted through a keep-alive
+connection pool (`endpoints.http`). Errors (README "Model endpoints"): `TransientEndpointError` (connection, timeout, 408,
 409, 429, 5xx, a 200 that is not a completion) is retried with backoff or after `retry-after(-ms)`;
 `RejectedError` (other 4xx, 429 `insufficient_quota`) never is."""
 
@@ -13,9 +13,10 @@ import functools
 import json
 import os
 import re
-import socket
 import ssl
 import time
+import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,10 +26,11 @@ from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from . import transcript
+from .http import HTTPPool, HTTPResponse, HTTPTransportError
 from .redact import redact_text, redact_url
 from arena.trajectory import Usage
 
-MAX_RETRY_AFTER, SHARD = 120.0, 8  # seconds; connections per httpx pool
+MAX_RETRY_AFTER = 120.0  # seconds
 # OpenAI reasoning models take `max_completion_tokens` and no `temperature` (OpenAI API reference,
 # Chat Completions: max_tokens "is not compatible with o-series models"; the reasoning models guide).
 REASONING_MODEL = re.compile(r"^(openai/)?(o\d|gpt-5)", re.I)
@@ -137,7 +139,7 @@ def server_message(body: bytes, limit: int = 1000) -> tuple[str, str | None]:
     return text[:limit] + ("..." if len(text) > limit else ""), code
 
 
-def retry_after(headers: httpx.Headers) -> float | None:
+def retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds the server asks us to wait: `retry-after-ms` (OpenAI) or `retry-after` (seconds or a date)."""
     for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         value = headers.get(name)
@@ -156,10 +158,9 @@ def retry_after(headers: httpx.Headers) -> float | None:
 class Endpoint:
     def __init__(self, config: EndpointConfig):
         self.config = config
-        url = httpx.URL(config.base_url)
-        self._url = url.copy_with(path=url.path.rstrip("/") + "/chat/completions")
-        self._in_flight = [0] * -(-max(config.pool_size, config.max_parallel or 0) // SHARD)
-        self._clients: list[httpx.AsyncClient] = []
+        url = urllib.parse.urlsplit(config.base_url)
+        self._url = urllib.parse.urlunsplit(url._replace(path=url.path.rstrip("/") + "/chat/completions"))
+        self._pool: HTTPPool | None = None
         self._slots = asyncio.Semaphore(config.max_parallel) if config.max_parallel else None
 
     def body(self, messages: list[Any], tools: list[dict[str, Any]] | None = None, **overrides: Any) -> bytes:
@@ -215,64 +216,57 @@ class Endpoint:
                             status=exc.status, server_message=exc.server_message, code=exc.code) from None
         raise AssertionError("unreachable")
 
-    def _pools(self) -> list[httpx.AsyncClient]:
-        """Small pools, made on first use: httpcore 1.0's `_assign_requests_to_connections` is quadratic in
-        the pool size and dominated the harness's CPU at 64. TCP_NODELAY: headers and body are 2 writes."""
+    def _connections(self) -> HTTPPool:
+        """The keep-alive pool, made on first use (the key is read then, from the environment)."""
         key = os.environ.get(self.config.api_key_env or "OPENAI_API_KEY") or "EMPTY"
-        limits = httpx.Limits(max_connections=SHARD, max_keepalive_connections=SHARD, keepalive_expiry=60)
-        return [httpx.AsyncClient(headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-                                  timeout=self.config.timeout, transport=httpx.AsyncHTTPTransport(
-                                      limits=limits, socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-                                      verify=_ssl_context() if self._url.scheme == "https" else False))
-                for _ in self._in_flight]
+        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
+                   "Accept": "application/json", "User-Agent": "arena"}
+        return HTTPPool(self._url, headers, timeout=self.config.timeout,
+                        max_connections=max(self.config.pool_size, self.config.max_parallel or 0),
+                        ssl_context=_ssl_context() if self._url.startswith("https:") else None)
 
     async def _post(self, body: bytes) -> tuple[ChatResponse, Any]:
         """One attempt: the completion and its parsed body, or an EndpointError carrying the server's body."""
-        self._clients = self._clients or self._pools()
-        shard = min(range(len(self._clients)), key=self._in_flight.__getitem__)
-        self._in_flight[shard] += 1
+        self._pool = self._pool or self._connections()
         try:
-            response = await self._clients[shard].post(self._url, content=body)
-        except httpx.TransportError as exc:  # timeouts included
-            raise TransientEndpointError(f"connection failed or timed out (timeout {self.config.timeout:g} s): "
-                                         f"{type(exc).__name__}: {exc}")
-        finally:
-            self._in_flight[shard] -= 1
+            response = await self._pool.post(body)
+        except HTTPTransportError as exc:  # timeouts included
+            raise TransientEndpointError(f"connection failed or timed out (timeout {self.config.timeout:g} s): {exc}")
         try:
             return self._answer(response)
         except EndpointError as exc:
-            exc.body = response.content
+            exc.body = response.body
             raise
 
     @staticmethod
-    def _answer(response: httpx.Response) -> tuple[ChatResponse, Any]:
+    def _answer(response: HTTPResponse) -> tuple[ChatResponse, Any]:
         """The completion of a response, and its parsed body; an EndpointError for anything else."""
-        status = response.status_code
+        status, content = response.status, response.body
         if status != 200:
-            message, code = server_message(response.content)
+            message, code = server_message(content)
             text = f"HTTP {status}{f' ({code})' if code and code != str(status) else ''}: {message}"
             if not is_refusal(status, f"{code} {message}"):
                 raise TransientEndpointError(text, status=status, server_message=message, code=code,
                                              retry_after=retry_after(response.headers))
             raise RejectedError(text, status=status, server_message=message, code=code)
         try:
-            data = parse_body(response.content)
+            data = parse_body(content)
         except ValueError:
-            text = response.content[:200].decode("utf-8", "replace")
+            text = content[:200].decode("utf-8", "replace")
             raise TransientEndpointError(f"HTTP 200 with a body that is not JSON: {text!r}", status=200)
         if isinstance(data, dict) and "error" in data and not data.get("choices"):
-            message, code = server_message(response.content)
+            message, code = server_message(content)
             raise RejectedError(f"HTTP 200 carrying an error: {message}", status=200, server_message=message,
                                 code=code)
         return to_response(data), data
 
     async def aclose(self) -> None:
-        for client in self._clients:
-            await client.aclose()
+        if self._pool is not None:
+            await self._pool.aclose()
 
 
 @functools.lru_cache(maxsize=1)
-def _ssl_context() -> ssl.SSLContext:  # one for every pool: loading the CA bundle takes ~60 ms
+def _ssl_context() -> ssl.SSLContext:  # one for every pool: loading the CA bundle takes ~60 ms; SSL_CERT_FILE honoured
     return httpx.create_ssl_context()
 
 

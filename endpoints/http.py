@@ -1,0 +1,449 @@
+"""A lean HTTP/1.1 client for model endpoints: keep-alive connections on asyncio protocols, one pool per origin.
+
+Why not httpx: at 64-way, httpx + httpcore + anyio took ~60 % of the harness's CPU per round (py-spy, README
+"Arena overhead baseline"): per request they build several objects, take locks, walk the pool and poll every idle
+socket. A model endpoint needs much less: POST a JSON body, read one response. This module does only that.
+
+Contract of `HTTPPool.post(body)`:
+- the body goes out as given, with `Host`, `Content-Length` and the pool's headers; the response is read whole
+  (`Content-Length`, `Transfer-Encoding: chunked`, or until the server closes) and decoded if the server
+  compressed it anyway (`gzip`/`deflate`; we ask for `identity`);
+- connections are kept alive and reused (most recently used first) unless the server answers `Connection: close`
+  or HTTP/1.0; an idle connection the server closed leaves the pool when the loop sees it close; at most
+  `max_connections` are open, later requests wait for one in order;
+- `timeout` bounds the connect and each silence while waiting for the response (as httpx's connect/read timeouts);
+- a reused connection that the server closed before answering a byte is replaced once by a new one at once (the
+  keep-alive race: servers close idle connections, e.g. uvicorn after 5 s);
+- `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`/`NO_PROXY` are honoured for http(s) proxies (as httpx does): plain http in
+  absolute form, https through a `CONNECT` tunnel; the proxy URL's user:password goes as `Proxy-Authorization`;
+- every failure to get a response is an `HTTPTransportError` naming what failed; a response of any status is
+  returned, not raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import ssl
+import urllib.parse
+import urllib.request
+import zlib
+from dataclasses import dataclass
+
+
+class HTTPTransportError(OSError):
+    """No response: the connection failed, timed out, or the server broke the protocol. `unanswered`: the server
+    closed the connection before sending a byte of its response."""
+
+    def __init__(self, message: str, unanswered: bool = False):
+        super().__init__(message)
+        self.unanswered = unanswered
+
+
+@dataclass
+class HTTPResponse:
+    status: int
+    headers: dict[str, str]  # lower-case names; repeated headers joined with ", "
+    body: bytes
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self.headers.get(name.lower(), default)
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_END_OF_HEAD = b"\r\n\r\n"
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection; `request` sends a request and waits for its whole response."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float):
+        self.loop, self.timeout = loop, timeout
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.answered_before = False  # a response was read on it: a failure before any byte is the keep-alive race
+        self._buffer = bytearray()
+        self._waiter: asyncio.Future[HTTPResponse] | None = None
+        self._head: tuple[int, str, dict[str, str]] | None = None
+        self._length: int | None = None  # body length, -1 chunked, None until close
+        self._chunks: list[bytes] = []
+        self._got_bytes = False
+        self._last = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._head_only = False
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self._waiter is None or self._waiter.done():
+            self._abort()  # bytes nobody asked for: the connection cannot be trusted again
+            return
+        self._got_bytes, self._last = True, self.loop.time()
+        self._buffer += data
+        try:
+            self._parse()
+        except HTTPTransportError as exc:
+            self._fail(exc)
+            self._abort()
+
+    def eof_received(self) -> bool:
+        return False  # close the transport; connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._cancel_timer()
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return
+        if self._head is not None and self._length is None:  # body delimited by the close
+            try:
+                self._finish(bytes(self._buffer), keep_alive=False)
+            except HTTPTransportError as error:
+                self._fail(error)
+        else:
+            reason = f": {exc}" if exc else ""
+            what = "before answering" if not self._got_bytes else "in the middle of its response"
+            self._fail(HTTPTransportError(f"RemoteProtocolError: the server closed the connection {what}{reason}",
+                                          unanswered=not self._got_bytes))
+
+    # requests
+    async def request(self, head: bytes, body: bytes, head_only: bool = False) -> HTTPResponse:
+        """Send `head` + `body` and return the response (`head_only`: a CONNECT answer, no body expected)."""
+        assert self.transport is not None and not self.closed
+        self._buffer.clear()
+        self._head, self._length, self._chunks, self._got_bytes = None, None, [], False
+        self._head_only = head_only
+        self._waiter = self.loop.create_future()
+        self._last = self.loop.time()
+        self._timer = self.loop.call_at(self._last + self.timeout, self._check_timeout)
+        if len(body) < 65536:
+            self.transport.write(head + body)
+        else:
+            self.transport.write(head)
+            self.transport.write(body)
+        try:
+            return await self._waiter
+        finally:
+            self._cancel_timer()
+            self._waiter = None
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    # internals
+    def _abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _check_timeout(self) -> None:
+        silent = self.loop.time() - self._last
+        if silent >= self.timeout:
+            self._timer = None
+            self._fail(HTTPTransportError(f"ReadTimeout: no response for {self.timeout:g} s"))
+            self._abort()
+        else:
+            self._timer = self.loop.call_at(self._last + self.timeout, self._check_timeout)
+
+    def _fail(self, exc: BaseException) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(exc)
+
+    def _finish(self, body: bytes, keep_alive: bool) -> None:
+        status, _, headers = self._head  # type: ignore[misc]
+        encoding = headers.get("content-encoding", "identity").lower()
+        if encoding in ("gzip", "deflate", "x-gzip"):
+            try:
+                body = zlib.decompress(body, 47 if encoding != "deflate" else 15)
+            except zlib.error:
+                try:
+                    body = zlib.decompress(body, -15)  # raw deflate, as some servers send it
+                except zlib.error as exc:
+                    raise HTTPTransportError(f"DecodingError: a {encoding} body that does not decompress: {exc}")
+        if not keep_alive:
+            self.closed = True
+            if self.transport is not None:
+                self.transport.close()
+        self.answered_before = True
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(HTTPResponse(status, headers, body))
+
+    def _parse(self) -> None:
+        while self._head is None:
+            end = self._buffer.find(_END_OF_HEAD)
+            if end < 0:
+                if len(self._buffer) > 1 << 20:
+                    raise HTTPTransportError("RemoteProtocolError: response headers longer than 1 MiB")
+                return
+            head = bytes(self._buffer[:end]).decode("latin-1")
+            del self._buffer[:end + 4]
+            status_line, *lines = head.split("\r\n")
+            parts = status_line.split(" ", 2)
+            if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+                raise HTTPTransportError(f"RemoteProtocolError: not an HTTP/1.x status line: {status_line[:100]!r}")
+            status = int(parts[1])
+            if 100 <= status < 200:
+                continue  # an interim response (100 Continue, 103 Early Hints): the real one follows
+            headers: dict[str, str] = {}
+            for line in lines:
+                name, sep, value = line.partition(":")
+                if not sep:
+                    raise HTTPTransportError(f"RemoteProtocolError: a header line without ':': {line[:100]!r}")
+                name, value = name.strip().lower(), value.strip()
+                headers[name] = f"{headers[name]}, {value}" if name in headers else value
+            self._head = (status, parts[0], headers)
+            if self._head_only:
+                self._finish(b"", keep_alive=True)
+                return
+            if status in (204, 304):
+                self._length = 0
+            elif "chunked" in headers.get("transfer-encoding", "").lower():
+                self._length = -1
+            elif "content-length" in headers:
+                try:
+                    self._length = int(headers["content-length"].split(",")[0])
+                except ValueError:
+                    raise HTTPTransportError(f"RemoteProtocolError: Content-Length {headers['content-length']!r}")
+            else:
+                self._length = None
+        if self._length is None:
+            return  # read until the server closes
+        if self._length == -1:
+            self._parse_chunks()
+            return
+        if len(self._buffer) >= self._length:
+            body = bytes(self._buffer[:self._length])
+            del self._buffer[:self._length]
+            self._finish(body, self._keep_alive())
+
+    def _parse_chunks(self) -> None:
+        buffer = self._buffer
+        while True:
+            line_end = buffer.find(b"\r\n")
+            if line_end < 0:
+                return
+            size_text = bytes(buffer[:line_end]).split(b";", 1)[0].strip()
+            try:
+                size = int(size_text, 16)
+            except ValueError:
+                raise HTTPTransportError(f"RemoteProtocolError: a chunk size that is not hex: {size_text[:40]!r}")
+            if size == 0:
+                trailers_end = buffer.find(b"\r\n", line_end + 2)
+                while trailers_end > line_end + 2:  # skip trailer lines up to the empty line
+                    next_end = buffer.find(b"\r\n", trailers_end + 2)
+                    if next_end < 0:
+                        return
+                    line_end, trailers_end = trailers_end, next_end
+                if trailers_end < 0:
+                    return
+                del buffer[:trailers_end + 2]
+                self._finish(b"".join(self._chunks), self._keep_alive())
+                return
+            if len(buffer) < line_end + 2 + size + 2:
+                return
+            start = line_end + 2
+            self._chunks.append(bytes(buffer[start:start + size]))
+            del buffer[:start + size + 2]
+
+    def _keep_alive(self) -> bool:
+        _, version, headers = self._head  # type: ignore[misc]
+        connection = headers.get("connection", "").lower()
+        if version == "HTTP/1.0":
+            return "keep-alive" in connection
+        return "close" not in connection
+
+
+@dataclass(frozen=True)
+class _Origin:
+    scheme: str
+    host: str
+    port: int
+
+    def authority(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == _DEFAULT_PORTS[self.scheme] else f"{host}:{self.port}"
+
+
+def _origin(url: urllib.parse.SplitResult) -> _Origin:
+    scheme = url.scheme.lower()
+    if scheme not in _DEFAULT_PORTS:
+        raise ValueError(f"not an http(s) URL: {urllib.parse.urlunsplit(url._replace(netloc=url.hostname or ''))}")
+    return _Origin(scheme, url.hostname or "", url.port or _DEFAULT_PORTS[scheme])
+
+
+def proxy_for(url: str) -> str | None:
+    """The http(s) proxy the environment names for `url`, or None (direct, or a NO_PROXY match)."""
+    parts = urllib.parse.urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(parts.scheme.lower()) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):
+        return None
+    if "://" not in proxy:
+        proxy = f"http://{proxy}"
+    if urllib.parse.urlsplit(proxy).scheme.lower() not in ("http", "https"):
+        raise ValueError(f"only http(s) proxies are supported for model endpoints, not {proxy.split('://')[0]}://")
+    return proxy
+
+
+class HTTPPool:
+    """Keep-alive connections to one URL's origin; `post(body)` sends `body` to that URL."""
+
+    def __init__(self, url: str, headers: dict[str, str], timeout: float, max_connections: int,
+                 ssl_context: ssl.SSLContext | None = None):
+        self.url = urllib.parse.urlsplit(url)
+        self.origin = _origin(self.url)
+        self.timeout, self.max_connections = timeout, max_connections
+        self.ssl_context = (ssl_context or ssl.create_default_context()) if self.origin.scheme == "https" else None
+        proxy = proxy_for(url)
+        self.proxy = urllib.parse.urlsplit(proxy) if proxy else None
+        target = urllib.parse.urlunsplit(self.url._replace(netloc=self.origin.authority(), fragment="")) \
+            if self.proxy and self.origin.scheme == "http" else \
+            (self.url.path or "/") + (f"?{self.url.query}" if self.url.query else "")
+        fixed = {"Host": self.origin.authority(), "Accept-Encoding": "identity", **headers}
+        if self.proxy and self.origin.scheme == "http" and self.proxy.username is not None:
+            fixed["Proxy-Authorization"] = self._proxy_auth()
+        self._head = f"POST {target} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fixed.items())
+        self._idle: list[_Connection] = []
+        self._open = 0
+        self._waiters: collections.deque[asyncio.Future[_Connection | None]] = collections.deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def post(self, body: bytes) -> HTTPResponse:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # connections belong to the loop that opened them
+            self._loop, self._idle, self._open, self._waiters = loop, [], 0, collections.deque()
+        head = f"{self._head}Content-Length: {len(body)}\r\n\r\n".encode("latin-1")
+        connection = await self._acquire()
+        reused = connection.answered_before
+        try:
+            return await self._exchange(connection, head, body)
+        except HTTPTransportError as exc:
+            if not (reused and exc.unanswered):
+                raise
+        # the keep-alive race (the server closed an idle connection as we reused it): once more, on a new one
+        return await self._exchange(await self._acquire(fresh=True), head, body)
+
+    async def _exchange(self, connection: _Connection, head: bytes, body: bytes) -> HTTPResponse:
+        try:
+            response = await connection.request(head, body)
+        except HTTPTransportError:
+            self._release(connection)  # the failure closed it
+            raise
+        except BaseException:  # cancelled, e.g. by the caller's own timeout: the connection's state is unknown
+            connection.close()
+            self._release(connection)
+            raise
+        self._release(connection)
+        return response
+
+    async def aclose(self) -> None:
+        for connection in self._idle:
+            connection.close()
+        self._idle.clear()
+
+    # pool
+    async def _acquire(self, fresh: bool = False) -> _Connection:
+        while self._idle and not fresh:
+            connection = self._idle.pop()
+            if not connection.closed:
+                return connection
+            self._open -= 1
+        if self._open >= self.max_connections:
+            waiter: asyncio.Future[_Connection | None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                handed = await waiter
+            except BaseException:  # cancelled while waiting: pass on what it was handed
+                if waiter.done() and not waiter.cancelled():
+                    if waiter.result() is not None:
+                        self._release(waiter.result())  # type: ignore[arg-type]
+                    else:
+                        self._open -= 1
+                        self._wake()
+                raise
+            if handed is not None and not handed.closed:
+                return handed
+            # a slot (None, or a connection that closed meanwhile): already counted, open a new connection in it
+        else:
+            self._open += 1  # counted while connecting, so the limit holds
+        try:
+            return await self._connect()
+        except BaseException:
+            self._open -= 1
+            self._wake()
+            raise
+
+    def _release(self, connection: _Connection) -> None:
+        if connection.closed:
+            self._open -= 1
+            self._wake()
+            return
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(connection)
+                return
+        self._idle.append(connection)
+
+    def _wake(self) -> None:
+        """A slot freed: let the first waiter open a connection of its own."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self._open += 1
+                waiter.set_result(None)
+                return
+
+    async def _connect(self) -> _Connection:
+        loop = asyncio.get_running_loop()
+        origin = self.origin
+        host, port = (self.proxy.hostname or "", self.proxy.port or _DEFAULT_PORTS[self.proxy.scheme]) \
+            if self.proxy else (origin.host, origin.port)
+        to_proxy_tls = self.proxy is not None and self.proxy.scheme == "https"
+        tls = ssl.create_default_context() if to_proxy_tls else self.ssl_context if not self.proxy else None
+        where = f"{'proxy ' if self.proxy else ''}{host}:{port}"
+        try:
+            _, connection = await asyncio.wait_for(loop.create_connection(
+                lambda: _Connection(loop, self.timeout), host, port, ssl=tls,
+                server_hostname=host if tls else None), self.timeout)
+        except asyncio.TimeoutError:
+            raise HTTPTransportError(f"ConnectTimeout: connecting to {where} took more than {self.timeout:g} s")
+        except (OSError, ssl.SSLError) as exc:
+            raise HTTPTransportError(f"ConnectError: connecting to {where}: {exc}") from None
+        if self.proxy and origin.scheme == "https":
+            await self._tunnel(loop, connection, where)
+        return connection
+
+    async def _tunnel(self, loop: asyncio.AbstractEventLoop, connection: _Connection, where: str) -> None:
+        """CONNECT through the proxy, then TLS to the origin inside the tunnel."""
+        authority = self.origin.authority() if ":" in self.origin.authority() else \
+            f"{self.origin.authority()}:{self.origin.port}"
+        auth = f"Proxy-Authorization: {self._proxy_auth()}\r\n" if self.proxy.username is not None else ""  # type: ignore[union-attr]
+        head = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n{auth}\r\n".encode("latin-1")
+        try:
+            answer = await connection.request(head, b"", head_only=True)
+            if answer.status != 200:
+                raise HTTPTransportError(f"ProxyError: {where} answered CONNECT {authority} with HTTP {answer.status}")
+            connection.answered_before = False
+            transport = await loop.start_tls(connection.transport, connection, self.ssl_context,  # type: ignore[arg-type]
+                                             server_hostname=self.origin.host)
+        except (OSError, ssl.SSLError) as exc:
+            connection.close()
+            raise exc if isinstance(exc, HTTPTransportError) else \
+                HTTPTransportError(f"ConnectError: TLS to {self.origin.host} through {where}: {exc}") from None
+        connection.transport = transport  # type: ignore[assignment]
+
+    def _proxy_auth(self) -> str:
+        user = urllib.parse.unquote(self.proxy.username or "")  # type: ignore[union-attr]
+        password = urllib.parse.unquote(self.proxy.password or "")  # type: ignore[union-attr]
+        return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 
@@ -11,11 +12,19 @@ class PathEscapeError(ValueError):
 
 def resolve_inside(root: str | Path, relative: str, *, where: str = "") -> Path:
     """Return `root / relative` resolved, or raise PathEscapeError naming `where` and the path."""
-    at = f"{where}: " if where else ""
+    resolved = _resolved(str(root), relative)
+    if isinstance(resolved, Path):
+        return resolved
+    raise PathEscapeError(f"{where}: {resolved}" if where else resolved)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # a run resolves each task's paths at load and again per episode
+def _resolved(root: str, relative: str) -> Path | str:
+    """The resolved path, or what is wrong with it."""
     if "\x00" in relative:
-        raise PathEscapeError(f"{at}path {relative!r} contains a NUL byte")
+        return f"path {relative!r} contains a NUL byte"
     root_path = Path(root).resolve()
     candidate = (root_path / relative).resolve()
     if candidate != root_path and root_path not in candidate.parents:
-        raise PathEscapeError(f"{at}path {relative!r} escapes the dataset root {root_path}")
+        return f"path {relative!r} escapes the dataset root {root_path}"
     return candidate

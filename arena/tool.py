@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from abc import ABC, abstractmethod
@@ -160,5 +161,6 @@ def register_tool(cls: type[Tool]) -> type[Tool]:
     return cls
 
 
-def tools_prompt_block(tools: list[Tool]) -> str:
+@functools.lru_cache(maxsize=256)  # per tool set (instances): rendered on every request
+def tools_prompt_block(tools: tuple[Tool, ...]) -> str:
     return "\n".join(json.dumps(t.cached_schema(), ensure_ascii=False) for t in tools)

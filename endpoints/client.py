@@ -12,6 +12,7 @@ import email.utils
 import functools
 import json
 import os
+import random
 import re
 import ssl
 import time
@@ -23,7 +24,6 @@ from typing import Any, Literal
 import httpx
 import orjson
 from pydantic import BaseModel, Field
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from . import transcript
 from .http import HTTPPool, HTTPResponse, HTTPTransportError
@@ -52,10 +52,6 @@ class TransientEndpointError(EndpointError):
 
 class RejectedError(EndpointError):
     """The server refused the request itself (4xx, quota): sending it again cannot help."""
-
-
-def is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, TransientEndpointError)
 
 
 def is_refusal(status: int, said: str) -> bool:
@@ -191,30 +187,31 @@ class Endpoint:
         params = self.params(messages, tools, **overrides)
         body = orjson.dumps(params)
         attempts = 0
-
-        def wait(state) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            if isinstance(exc, EndpointError) and exc.retry_after is not None:
-                return exc.retry_after
-            return backoff(state)
-
-        backoff = wait_exponential_jitter(multiplier=cfg.retry_initial, max=cfg.retry_max, jitter=cfg.retry_initial)
         try:
-            async for attempt in AsyncRetrying(stop=stop_after_attempt(cfg.max_retries + 1), wait=wait,
-                                               retry=retry_if_exception(is_transient), reraise=True):
-                with attempt:
-                    attempts += 1
+            while True:
+                attempts += 1
+                try:
                     async with self._slots or contextlib.nullcontext():
                         reply, data = await self._post(body)
-                    transcript.record_params(params, data)
-                    return reply
+                except TransientEndpointError as exc:
+                    if attempts > cfg.max_retries:
+                        raise
+                    await asyncio.sleep(exc.retry_after if exc.retry_after is not None else self.backoff(attempts))
+                    continue
+                transcript.record_params(params, data)
+                return reply
         except EndpointError as exc:
             if exc.body is not None:  # the server answered: the failed call is part of the transcript
                 transcript.record_params(params, transcript.error_body(exc.body),
                                          {"status": exc.status, "error": redact_text(str(exc))})
             raise type(exc)(redact_text(f"{cfg.where()}: {exc} (after {attempts} attempt{'s' * (attempts != 1)})"),
                             status=exc.status, server_message=exc.server_message, code=exc.code) from None
-        raise AssertionError("unreachable")
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number `attempt` (from 1) when the server named no wait:
+        exponential from `retry_initial`, plus up to `retry_initial` of jitter, at most `retry_max`."""
+        cfg = self.config
+        return min(cfg.retry_initial * 2 ** (attempt - 1) + random.uniform(0, cfg.retry_initial), cfg.retry_max)
 
     def _connections(self) -> HTTPPool:
         """The keep-alive pool, made on first use (the key is read then, from the environment)."""

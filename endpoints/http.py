@@ -170,8 +170,8 @@ class _Connection(asyncio.Protocol):
                     body = zlib.decompress(body, -15)  # raw deflate, as some servers send it
                 except zlib.error as exc:
                     raise HTTPTransportError(f"DecodingError: a {encoding} body that does not decompress: {exc}")
-        if not keep_alive:
-            self.closed = True
+        if not keep_alive or (self.transport is not None and self.transport.get_write_buffer_size()):
+            self.closed = True  # (an answer before the whole request was sent, e.g. a 413: the rest must not follow)
             if self.transport is not None:
                 self.transport.close()
         self.answered_before = True

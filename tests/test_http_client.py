@@ -380,3 +380,34 @@ def test_no_proxy_and_unsupported_proxies(monkeypatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", "socks5://proxy.invalid:1080")
     with pytest.raises(ValueError, match="only http\\(s\\) proxies"):
         proxy_for("http://models.internal/v1")
+
+
+def test_an_answer_before_the_whole_body_was_sent_retires_the_connection() -> None:
+    # a server that refuses a large body from its headers alone (413) and stops reading, keeping the socket open:
+    # the unsent rest of that body must never be taken as the start of the next request
+    sock = socket.create_server(("127.0.0.1", 0))
+    seen: list[bytes] = []
+
+    def serve() -> None:
+        first, _ = sock.accept()
+        first.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += first.recv(1024)
+        first.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 2\r\n\r\n{}")
+        second, _ = sock.accept()
+        seen.append(read_request(second, bytearray()) or b"")
+        second.sendall(ok())
+        time.sleep(0.5)
+        first.close()
+        second.close()
+    threading.Thread(target=serve, daemon=True).start()
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1/chat/completions"
+
+    async def main() -> list[int]:
+        pool = HTTPPool(url, {}, 5.0, 4)
+        big = await pool.post(b"x" * (8 << 20))
+        small = await pool.post(b'{"small": true}')
+        return [big.status, small.status]
+    assert asyncio.run(main()) == [413, 200]
+    assert seen[0].endswith(b'\r\n\r\n{"small": true}') and seen[0].startswith(b"POST ")

@@ -69,8 +69,8 @@ def png_of(image: Image.Image) -> bytes:
     return kept[1]
 
 
-async def _single_flight(key: tuple, cache: LRU, compute):
-    """Compute a cache entry once even when many episodes ask for it at the same moment."""
+async def single_flight(key: tuple, cache: LRU, compute):
+    """`cache.get(key[1:])`, else `compute()` in a thread, once even when many episodes ask at the same moment."""
     value = cache.get(key[1:])
     if value is not None:
         return value
@@ -136,7 +136,7 @@ class ContextImage:
         if self._given is not None:
             return self._given
         path = self.path
-        decoded = await _single_flight(("decode", self.blob_id), DECODED,
+        decoded = await single_flight(("decode", self.blob_id), DECODED,
                                        lambda: load_image(path, max_ratio=MAX_RATIO))
         self._full_size = decoded.full_size
         return decoded
@@ -151,7 +151,7 @@ class ContextImage:
         if url is None:
             decoded = await self.decoded()
             try:
-                url = await _single_flight(("url", *key), DATA_URLS, lambda: model_data_url(
+                url = await single_flight(("url", *key), DATA_URLS, lambda: model_data_url(
                     decoded.image, factor, min_pixels, max_pixels, decoded.full_size, self.path))
             except ImageError as exc:
                 raise ImageError(f"{self.path or f'image {self.blob_id} from {self.source}'}: {exc}") from None

@@ -5,9 +5,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from arena import context_image
 from arena.blobs import BlobStore
 from arena.context_image import LRU, ContextImage
 from arena.dataset import Dataset
+from arena.images import encode_png
 from arena.task import Task
 from arena.tool import ToolArgumentError, ToolContext, ToolOptions
 from tools import crop
@@ -110,3 +112,21 @@ def test_a_zoom_asked_again_is_served_from_the_cache_by_content_id(tmp_path, mon
     call(CropTool(), {"bbox_2d": [500, 500, 600, 600]}, ctx("sha256:x"))  # not a content address: never cached
     call(CropTool(), {"bbox_2d": [500, 500, 600, 600]}, ctx("sha256:x"))
     assert len(zooms) == 5
+
+
+def test_episodes_asking_the_same_zoom_at_once_share_one_zoom_and_one_encoding(tmp_path, monkeypatch):
+    zooms, encoded = [], []
+    monkeypatch.setattr(crop, "zoom", lambda *args: zooms.append(args) or crop_zoom(*args))
+    monkeypatch.setattr(crop, "ZOOMS", LRU(64, 128 << 20, lambda image: 4 * image.width * image.height))
+    monkeypatch.setattr(context_image, "encode_png", lambda image, *a, **k: encoded.append(image.size) or
+                        encode_png(image, *a, **k))
+    ctx = make_ctx(tmp_path)
+    ctx.images[0].blob_id = "sha256:" + "ef" * 32 + ".png"
+
+    async def episodes():
+        results = await asyncio.gather(*(CropTool()({"bbox_2d": [500, 500, 600, 600]}, ctx) for _ in range(8)))
+        return results, await asyncio.gather(*(asyncio.to_thread(ctx.blobs.put_image, r.images[0]) for r in results))
+
+    results, blob_ids = asyncio.run(episodes())
+    assert len(zooms) == 1 and len(encoded) == 1 and len(set(blob_ids)) == 1
+    assert all(r.images[0] is results[0].images[0] for r in results)

@@ -7,8 +7,8 @@ returned), and coordinates may be pixels instead of relative 0–1000.
 
 A zoom asked again (the same source content, decoded size and pixel box: pass@k repeats, round-budget sweeps of a
 deterministic policy) is served from `ZOOMS`, keyed by the source's content address, never its path; it returns the
-same image object, so its PNG is not encoded again either (`arena.context_image.png_of`). Returned images are
-shared: never modify one in place.
+same image object, whose PNG is encoded with it, once (`arena.context_image.png_of`), so neither is done again, even
+by episodes asking at the same moment. Returned images are shared: never modify one in place.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Literal
 from PIL import Image
 from pydantic import BaseModel, Field
 
-from arena.context_image import LRU
+from arena.context_image import LRU, png_of, single_flight
 from arena.images import ImageError, smart_resize
 from arena.tool import Tool, ToolArgumentError, ToolContext, ToolOptions, ToolResult, register_tool
 
@@ -97,6 +97,13 @@ def zoom(image: Image.Image, box: tuple[int, int, int, int], full_size: tuple[in
     return out if out.mode == "RGB" else out.convert("RGB")
 
 
+def zoom_encoded(image: Image.Image, box: tuple[int, int, int, int], full_size: tuple[int, int]) -> Image.Image:
+    """`zoom`, its result's PNG encoded at once (`png_of`), so that the episodes sharing the zoom do not encode it."""
+    zoomed = zoom(image, box, full_size)
+    png_of(zoomed)
+    return zoomed
+
+
 class CropOptions(ToolOptions):
     """`bbox_coords`: `relative` (0-1000, Qwen-VL style, the default) or `pixel` boxes."""
 
@@ -133,13 +140,11 @@ class CropTool(Tool):
         decoded = await source.decoded()
         full_width, full_height = decoded.full_size
         box = pixel_box(args.bbox_2d, full_width, full_height, self.relative)
-        key = (source.blob_id, decoded.image.size, decoded.full_size, box)
-        cacheable = CONTENT_ID.fullmatch(source.blob_id) is not None
-        zoomed = ZOOMS.get(key) if cacheable else None
-        if zoomed is None:
+        if CONTENT_ID.fullmatch(source.blob_id):  # computed once however many episodes ask at the same moment
+            key = ("zoom", source.blob_id, decoded.image.size, decoded.full_size, box)
+            zoomed = await single_flight(key, ZOOMS, lambda: zoom_encoded(decoded.image, box, decoded.full_size))
+        else:
             zoomed = await asyncio.to_thread(zoom, decoded.image, box, decoded.full_size)
-            if cacheable:
-                ZOOMS.put(key, zoomed)
         what = f" ({args.label})" if args.label else ""
         text = f"Zoomed in on {list(box)} (pixels) of image {args.img_idx}{what}."
         return ToolResult(text=text, images=[zoomed],

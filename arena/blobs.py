@@ -10,7 +10,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from .images import decode_image, encode_png
+from .context_image import png_of
+from .images import decode_image
 
 _FILE_IDS: dict[tuple, str] = {}  # (path, inode, size, mtime) -> blob id, of files stored by this process
 
@@ -58,7 +59,7 @@ class BlobStore:
         return blob_id
 
     def put_image(self, image: Image.Image) -> str:
-        return self.put(encode_png(image, 1, rle=True), "png")
+        return self.put(png_of(image), "png")
 
     def put_file(self, path: str | Path) -> str:
         """Store a file (hashed as copied); not copied again while its path, inode, size and mtime hold."""

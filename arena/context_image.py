@@ -4,7 +4,7 @@ Decoded task images (reduced past `images.MAX_SOURCE_PIXELS`) and model encoding
 by blob id in byte-bounded LRUs (`ARENA_IMAGE_CACHE_MB`, default 768); episodes do not pin decoded pixels (an
 evicted image is decoded again). Cached images are shared: never modify one in place. `SENT_PNGS` hands the PNG
 bytes of each new model data URL to a recorder (`SENT_PNGS.pop(url)`), which then need not decode the URL.
-"""
+`PNGS` keeps an image object's PNG (`png_of`) by id(image); its entry holds the image, so the id is not reused."""
 
 from __future__ import annotations
 
@@ -57,11 +57,20 @@ DECODED: LRU[tuple, Decoded] = LRU(256, int(os.environ.get("ARENA_IMAGE_CACHE_MB
                                    lambda d: d.nbytes)
 DATA_URLS: LRU[tuple, str] = LRU(256, 256 << 20, len)
 SENT_PNGS: LRU[str, bytes] = LRU(256, 64 << 20, lambda png: len(png) * 7 // 3)  # the URL key counted too
+PNGS: LRU[int, tuple[Image.Image, bytes]] = LRU(64, 96 << 20, lambda k: len(k[1]) + 4 * k[0].width * k[0].height)
 _INFLIGHT: dict[tuple, asyncio.Future] = {}
 
 
-async def _single_flight(key: tuple, cache: LRU, compute):
-    """Compute a cache entry once even when many episodes ask for it at the same moment."""
+def png_of(image: Image.Image) -> bytes:
+    """PNG (level 1, Z_RLE) of an image never modified in place, encoded once per object while it stays in `PNGS`."""
+    kept = PNGS.get(id(image))
+    if kept is None or kept[0] is not image:
+        PNGS.put(id(image), kept := (image, encode_png(image, 1, rle=True)))
+    return kept[1]
+
+
+async def single_flight(key: tuple, cache: LRU, compute):
+    """`cache.get(key[1:])`, else `compute()` in a thread, once even when many episodes ask at the same moment."""
     value = cache.get(key[1:])
     if value is not None:
         return value
@@ -92,7 +101,8 @@ def model_data_url(image: Image.Image, factor: int, min_pixels: int, max_pixels:
         with Image.open(path) as im:
             if im.format == "PNG" and im.mode in ("RGB", "L") and not {"transparency", "icc_profile"} & set(im.info):
                 png = path.read_bytes()
-    png = png or encode_png(fit_for_model(image, factor, min_pixels, max_pixels, full_size), 1, rle=True)
+    fitted = None if png else fit_for_model(image, factor, min_pixels, max_pixels, full_size)  # `image` if it fits:
+    png = png or (png_of(image) if fitted is image else encode_png(fitted, 1, rle=True))  # its blob's bytes, if kept
     SENT_PNGS.put(url := png_data_url(png), png)
     return url
 
@@ -126,7 +136,7 @@ class ContextImage:
         if self._given is not None:
             return self._given
         path = self.path
-        decoded = await _single_flight(("decode", self.blob_id), DECODED,
+        decoded = await single_flight(("decode", self.blob_id), DECODED,
                                        lambda: load_image(path, max_ratio=MAX_RATIO))
         self._full_size = decoded.full_size
         return decoded
@@ -141,7 +151,7 @@ class ContextImage:
         if url is None:
             decoded = await self.decoded()
             try:
-                url = await _single_flight(("url", *key), DATA_URLS, lambda: model_data_url(
+                url = await single_flight(("url", *key), DATA_URLS, lambda: model_data_url(
                     decoded.image, factor, min_pixels, max_pixels, decoded.full_size, self.path))
             except ImageError as exc:
                 raise ImageError(f"{self.path or f'image {self.blob_id} from {self.source}'}: {exc}") from None

@@ -109,15 +109,12 @@ def load_image(source: str | Path | bytes, name: str | None = None, max_pixels: 
     return Decoded(out, full)
 
 
-def open_image(path: str | Path) -> Image.Image:
-    """Decode an image file into RGB (reduced to at most MAX_SOURCE_PIXELS); ImageError names the file."""
-    return decode_image(path)
-
-
 def decode_image(data: bytes | str | Path, name: str | None = None) -> Image.Image:
     """Decode image bytes (or a file) into RGB (reduced to at most MAX_SOURCE_PIXELS); ImageError names `name`."""
-    image = load_image(data, name).image
-    return image if image.mode == "RGB" else image.convert("RGB")
+    return image.convert("RGB") if (image := load_image(data, name).image).mode != "RGB" else image
+
+
+open_image = decode_image  # an image file (a path) decoded into RGB
 
 
 def encode_png(image: Image.Image, level: int = 6, rle: bool = False) -> bytes:

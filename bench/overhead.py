@@ -14,14 +14,16 @@ tiny dataset against a local OpenAI-compatible server in a separate process:
    playing (the runner's `on_start`, after worker processes are up) to the end of the run; the start-up before
    it is printed apart.
 
-    .venv/bin/python bench/overhead.py [--tasks 64] [--photo]
+    .venv/bin/python bench/overhead.py [--tasks 64] [--photo [--fresh-crops]]
     .venv/bin/python bench/overhead.py --scale [--delays 1,0.2] [--ways 64,256] [--workers 0,2]
 
 `ARENA_ROOT=/path/to/another/checkout` imports the arena (and the stub server) from there, for before/after
 figures of the same script (a checkout without `--workers` takes only `--workers 0`).
 
 `--photo` replaces the task image by a 3000x2000 photo-like (noisy) image, so each
-request carries ~1 MB of base64 PNG data, as with real photographs.
+request carries ~1 MB of base64 PNG data, as with real photographs. Every episode zooms the same box; with
+`--fresh-crops` the crop tool's LRU of zooms keeps nothing, so each crop is cut and encoded again as in a run
+without repeats (episodes zooming at the same moment still share one zoom; needs a checkout with `tools.crop.ZOOMS`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pathlib import Path
 ROOT = Path(os.environ.get("ARENA_ROOT") or Path(__file__).resolve().parents[1]).resolve()
 sys.path.insert(0, str(ROOT))
 
+import tools.crop as crop  # noqa: E402
 from runs.config import RunConfig  # noqa: E402
 from runs.runner import run  # noqa: E402
 from tests.support.tiny_dataset import write_tiny_dataset  # noqa: E402
@@ -120,12 +123,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=64)
     parser.add_argument("--photo", action="store_true", help="a 3000x2000 noisy task image")
+    parser.add_argument("--fresh-crops", action="store_true", help="keep no zoom for a later episode (no repeats)")
     parser.add_argument("--scale", action="store_true", help="only wall time over ideal at high concurrency")
     parser.add_argument("--delays", default="1,0.2", help="server delays in seconds (--scale)")
     parser.add_argument("--ways", default="64,256", help="concurrencies (--scale)")
     parser.add_argument("--workers", default="0,2", help="worker processes, 0 = asyncio backend (--scale)")
     parser.add_argument("--waves", type=int, default=4, help="episodes per concurrency slot (--scale)")
     args = parser.parse_args()
+    if args.fresh_crops:
+        crop.ZOOMS.maxsize = 0
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         if args.scale:

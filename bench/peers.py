@@ -329,7 +329,7 @@ def _time_codecs() -> list[float]:
         return wrapper
 
     for module, name in ((arena.context_image, "load_image"), (arena.context_image, "model_data_url"),
-                         (tools.crop, "zoom"), (arena.blobs, "encode_png")):
+                         (tools.crop, "zoom"), (tools.crop, "png_of"), (arena.blobs, "png_of")):
         setattr(module, name, timed(getattr(module, name)))
     return total
 

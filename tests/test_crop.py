@@ -5,12 +5,16 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from arena import context_image
 from arena.blobs import BlobStore
-from arena.context_image import ContextImage
+from arena.context_image import LRU, ContextImage
 from arena.dataset import Dataset
+from arena.images import encode_png
 from arena.task import Task
 from arena.tool import ToolArgumentError, ToolContext, ToolOptions
+from tools import crop
 from tools.crop import CropTool
+from tools.crop import zoom as crop_zoom
 
 
 def make_ctx(tmp_path: Path, size=(2000, 1000)) -> ToolContext:
@@ -85,3 +89,44 @@ def test_tiny_crop_is_upscaled_and_extreme_aspect_rejected(tmp_path):
     assert min(tiny.images[0].size) >= 28
     with pytest.raises(ToolArgumentError, match="aspect ratio"):
         call(CropTool(ToolOptions(bbox_coords="pixel")), {"bbox_2d": [0, 0, 2000, 5]}, make_ctx(tmp_path, (2000, 1000)))
+
+
+def test_a_zoom_asked_again_is_served_from_the_cache_by_content_id(tmp_path, monkeypatch):
+    zooms = []
+    monkeypatch.setattr(crop, "zoom", lambda *args: zooms.append(args) or crop_zoom(*args))
+    monkeypatch.setattr(crop, "ZOOMS", LRU(64, 128 << 20, lambda image: 4 * image.width * image.height))
+    content_id = "sha256:" + "ab" * 32 + ".png"
+
+    def ctx(blob_id: str) -> ToolContext:
+        ctx = make_ctx(tmp_path)
+        ctx.images[0].blob_id = blob_id
+        return ctx
+
+    first = call(CropTool(), {"bbox_2d": [500, 500, 600, 600]}, ctx(content_id))
+    again = call(CropTool(), {"bbox_2d": [500, 500, 600, 600], "label": "again"}, ctx(content_id))
+    assert len(zooms) == 1 and again.images[0] is first.images[0]  # the same object: its PNG is kept too
+    fresh = crop_zoom(make_ctx(tmp_path).images[0]._given.image, (1000, 500, 1200, 600))
+    assert again.images[0].tobytes() == fresh.tobytes() and again.data == {**first.data}
+    call(CropTool(), {"bbox_2d": [500, 500, 610, 600]}, ctx(content_id))  # another box
+    call(CropTool(), {"bbox_2d": [500, 500, 600, 600]}, ctx("sha256:" + "cd" * 32 + ".png"))  # other content
+    call(CropTool(), {"bbox_2d": [500, 500, 600, 600]}, ctx("sha256:x"))  # not a content address: never cached
+    call(CropTool(), {"bbox_2d": [500, 500, 600, 600]}, ctx("sha256:x"))
+    assert len(zooms) == 5
+
+
+def test_episodes_asking_the_same_zoom_at_once_share_one_zoom_and_one_encoding(tmp_path, monkeypatch):
+    zooms, encoded = [], []
+    monkeypatch.setattr(crop, "zoom", lambda *args: zooms.append(args) or crop_zoom(*args))
+    monkeypatch.setattr(crop, "ZOOMS", LRU(64, 128 << 20, lambda image: 4 * image.width * image.height))
+    monkeypatch.setattr(context_image, "encode_png", lambda image, *a, **k: encoded.append(image.size) or
+                        encode_png(image, *a, **k))
+    ctx = make_ctx(tmp_path)
+    ctx.images[0].blob_id = "sha256:" + "ef" * 32 + ".png"
+
+    async def episodes():
+        results = await asyncio.gather(*(CropTool()({"bbox_2d": [500, 500, 600, 600]}, ctx) for _ in range(8)))
+        return results, await asyncio.gather(*(asyncio.to_thread(ctx.blobs.put_image, r.images[0]) for r in results))
+
+    results, blob_ids = asyncio.run(episodes())
+    assert len(zooms) == 1 and len(encoded) == 1 and len(set(blob_ids)) == 1
+    assert all(r.images[0] is results[0].images[0] for r in results)

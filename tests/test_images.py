@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from arena import context_image
 from arena.blobs import BlobStore
 from arena.context_image import model_data_url
-from arena.images import (MIN_PIXELS, ImageError, decode_image, fit_for_model, load_image, open_image,
+from arena.images import (MIN_PIXELS, ImageError, decode_image, encode_png, fit_for_model, load_image, open_image,
                           smart_resize)
 
 
@@ -82,3 +83,20 @@ def test_model_images_are_lossless_and_files_that_fit_go_as_they_are(tmp_path):
     noisy.crop((0, 0, 280, 280)).convert("RGBA").save(alpha)  # fits, but alpha: sent as the RGB the model gets
     sent = _pixels(model_data_url(load_image(alpha).image, 28, MIN_PIXELS, 1280 * 28 * 28, path=alpha))
     assert sent.mode == "RGB" and sent.tobytes() == noisy.crop((0, 0, 280, 280)).tobytes()
+
+
+def test_a_stored_image_that_fits_the_model_is_sent_as_its_blob_bytes(tmp_path, monkeypatch):
+    encoded = []
+    monkeypatch.setattr(context_image, "encode_png", lambda image, *a, **k: encoded.append(image.size) or
+                        encode_png(image, *a, **k))
+    store = BlobStore(tmp_path / "blobs")
+    crop = Image.fromarray(np.random.default_rng(1).integers(0, 256, (288, 768, 3), dtype=np.uint8))
+    blob_id = store.put_image(crop)  # 768x288: what the crop tool returns, and what factor 32 sends as it is
+    url = model_data_url(crop, 32, 65_536, 8_294_400)
+    assert url == "data:image/png;base64," + base64.b64encode(store.get(blob_id)).decode()
+    assert encoded == [(768, 288)]  # one encoding for the blob and the model
+    assert store.put_image(crop) == blob_id and encoded == [(768, 288)]
+    resized = model_data_url(crop, 28, MIN_PIXELS, 1280 * 28 * 28)  # 756x280 for the model: encoded afresh
+    assert encoded == [(768, 288), (756, 280)] and _pixels(resized).size == (756, 280)
+    copy = crop.copy()  # another object, equal pixels: encoded again (kept by identity, never by equality)
+    assert store.put_image(copy) == blob_id and encoded == [(768, 288), (756, 280), (768, 288)]

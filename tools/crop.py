@@ -4,17 +4,24 @@ Differences from the original, all documented: the box is validated (empty,
 inverted, non-finite or huge (|v| > 1,000,000) boxes are errors the model sees), `img_idx` is honoured
 over every image in context (0 = the task image, then each image a tool
 returned), and coordinates may be pixels instead of relative 0–1000.
+
+A zoom asked again (the same source content, decoded size and pixel box: pass@k repeats, round-budget sweeps of a
+deterministic policy) is served from `ZOOMS`, keyed by the source's content address, never its path; it returns the
+same image object, whose PNG is encoded with it, once (`arena.context_image.png_of`), so neither is done again, even
+by episodes asking at the same moment. Returned images are shared: never modify one in place.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import re
 from typing import Literal
 
 from PIL import Image
 from pydantic import BaseModel, Field
 
+from arena.context_image import LRU, png_of, single_flight
 from arena.images import ImageError, smart_resize
 from arena.tool import Tool, ToolArgumentError, ToolContext, ToolOptions, ToolResult, register_tool
 
@@ -23,6 +30,9 @@ FACTOR = 32
 MIN_PIXELS = 65_536
 MAX_PIXELS = 8_294_400
 MAX_COORDINATE = 1_000_000  # beyond this a box is a mistake, not an overshoot to clamp
+CONTENT_ID = re.compile(r"sha256:[0-9a-f]{64}\.\w+")  # a blob id that names its content: safe as a cache key
+# (source blob id, decoded size, full size, pixel box) -> the zoomed image
+ZOOMS: LRU[tuple, Image.Image] = LRU(64, 128 << 20, lambda image: 4 * image.width * image.height)
 
 
 class CropArgs(BaseModel):
@@ -87,6 +97,13 @@ def zoom(image: Image.Image, box: tuple[int, int, int, int], full_size: tuple[in
     return out if out.mode == "RGB" else out.convert("RGB")
 
 
+def zoom_encoded(image: Image.Image, box: tuple[int, int, int, int], full_size: tuple[int, int]) -> Image.Image:
+    """`zoom`, its result's PNG encoded at once (`png_of`), so that the episodes sharing the zoom do not encode it."""
+    zoomed = zoom(image, box, full_size)
+    png_of(zoomed)
+    return zoomed
+
+
 class CropOptions(ToolOptions):
     """`bbox_coords`: `relative` (0-1000, Qwen-VL style, the default) or `pixel` boxes."""
 
@@ -119,10 +136,15 @@ class CropTool(Tool):
                 f"img_idx {args.img_idx} is out of range: {len(ctx.images)} image(s) in context "
                 f"(valid: 0..{len(ctx.images) - 1})"
             )
-        decoded = await ctx.images[args.img_idx].decoded()
+        source = ctx.images[args.img_idx]
+        decoded = await source.decoded()
         full_width, full_height = decoded.full_size
         box = pixel_box(args.bbox_2d, full_width, full_height, self.relative)
-        zoomed = await asyncio.to_thread(zoom, decoded.image, box, decoded.full_size)
+        if CONTENT_ID.fullmatch(source.blob_id):  # computed once however many episodes ask at the same moment
+            key = ("zoom", source.blob_id, decoded.image.size, decoded.full_size, box)
+            zoomed = await single_flight(key, ZOOMS, lambda: zoom_encoded(decoded.image, box, decoded.full_size))
+        else:
+            zoomed = await asyncio.to_thread(zoom, decoded.image, box, decoded.full_size)
         what = f" ({args.label})" if args.label else ""
         text = f"Zoomed in on {list(box)} (pixels) of image {args.img_idx}{what}."
         return ToolResult(text=text, images=[zoomed],

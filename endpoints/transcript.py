@@ -20,7 +20,8 @@ the `tools` list become `{"$json": BLOB_ID}` (stored once per run per distinct v
 `read_calls` reverses all of it, so the request is the parsed body the server got. Headers (the key) are not
 part of a body and are never kept.
 
-A scope may carry a recorded request to send again (`arena fork`): see `resent`.
+A scope may carry a recorded request to send again (`arena fork`): see `resent`; a backend playing the episode in
+another process ships it with the job (`recorded_request`) and opens its scope there with it.
 """
 
 from __future__ import annotations
@@ -152,6 +153,14 @@ def scope(writer: TranscriptWriter | None, episode: str, role: Role,
         yield
     finally:
         _SCOPE.reset(token)
+
+
+def recorded_request() -> dict[str, Any] | None:
+    """The recorded request the current scope sends again (`{"messages", "tools"}`, as `scope` takes it), or None:
+    what a backend that plays the episode in another process ships with the job, for the scope it opens there."""
+    current = _SCOPE.get()
+    again = current.resend if current is not None else None
+    return {"messages": again.messages, "tools": again.tools} if again is not None else None
 
 
 def resent(messages: list[Any], tools: Any) -> tuple[list[Any], Any]:

@@ -3,12 +3,14 @@
 Decoded task images (reduced past `images.MAX_SOURCE_PIXELS`) and model encodings are cached process-wide
 by blob id in byte-bounded LRUs (`ARENA_IMAGE_CACHE_MB`, default 768); episodes do not pin decoded pixels (an
 evicted image is decoded again). Cached images are shared: never modify one in place. `SENT_PNGS` hands the PNG
-bytes of each new model data URL to a recorder (`SENT_PNGS.pop(url)`), which then need not decode the URL.
+bytes of each new model data URL to a recorder (`SENT_PNGS.get(url, pop=True)`), which then need not decode the URL:
+only where the recorder set `HAND_OVER` (a context variable: that task, the tasks and threads it starts).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import threading
 from collections import OrderedDict
@@ -57,6 +59,7 @@ DECODED: LRU[tuple, Decoded] = LRU(256, int(os.environ.get("ARENA_IMAGE_CACHE_MB
                                    lambda d: d.nbytes)
 DATA_URLS: LRU[tuple, str] = LRU(256, 256 << 20, len)
 SENT_PNGS: LRU[str, bytes] = LRU(256, 64 << 20, lambda png: len(png) * 7 // 3)  # the URL key counted too
+HAND_OVER: contextvars.ContextVar[bool] = contextvars.ContextVar("arena_hand_over_pngs", default=False)
 _INFLIGHT: dict[tuple, asyncio.Future] = {}
 
 
@@ -93,7 +96,9 @@ def model_data_url(image: Image.Image, factor: int, min_pixels: int, max_pixels:
             if im.format == "PNG" and im.mode in ("RGB", "L") and not {"transparency", "icc_profile"} & set(im.info):
                 png = path.read_bytes()
     png = png or encode_png(fit_for_model(image, factor, min_pixels, max_pixels, full_size), 1, rle=True)
-    SENT_PNGS.put(url := png_data_url(png), png)
+    url = png_data_url(png)
+    if HAND_OVER.get():
+        SENT_PNGS.put(url, png)
     return url
 
 

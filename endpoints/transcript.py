@@ -41,7 +41,7 @@ import httpx
 import orjson
 
 from arena.blobs import BlobStore
-from arena.context_image import SENT_PNGS
+from arena.context_image import HAND_OVER, SENT_PNGS
 from arena.jsonl import append_line
 
 CALLS_FILE = "calls.jsonl"
@@ -145,13 +145,16 @@ _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_tra
 @contextlib.contextmanager
 def scope(writer: TranscriptWriter | None, episode: str, role: Role,
           resend: dict[str, Any] | None = None) -> Iterator[None]:
-    """Record the model calls made in this task (and the tasks it starts) under `episode` and `role` (nothing
-    is recorded when `writer` is None); `resend`, a recorded request body, is sent again as `resent` says."""
+    """Record the model calls made in this task (and the tasks it starts) under `episode` and `role`, with the PNG
+    bytes of the data URLs made meanwhile handed over (`arena.context_image.HAND_OVER`); nothing is recorded or
+    handed over when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says."""
     again = Resend(resend["messages"], resend.get("tools")) if resend else None
     token = _SCOPE.set(Scope(writer, episode, role, again) if writer is not None or again else None)
+    handing = HAND_OVER.set(writer is not None)
     try:
         yield
     finally:
+        HAND_OVER.reset(handing)
         _SCOPE.reset(token)
 
 

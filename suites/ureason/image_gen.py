@@ -103,8 +103,9 @@ class GenerateImageTool(Tool):
         key = os.environ.get(self._setting("images_api_key_env") or "OPENAI_API_KEY") or "EMPTY"
         try:
             response = await client.post(url, json=body, headers={"Authorization": f"Bearer {key}"})
-        except httpx.TransportError as exc:  # connection errors and timeouts
-            raise ImagesError(redact_text(f"{type(exc).__name__}: {exc}"), transient=True) from None
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # transport errors (connection, timeout) are transient
+            raise ImagesError(redact_text(f"{type(exc).__name__}: {exc}"),
+                              transient=isinstance(exc, httpx.TransportError)) from None
         if response.status_code != 200:
             said, code = server_message(response.content, limit=300)
             raise ImagesError(redact_text(f"HTTP {response.status_code}{f' ({code})' if code else ''}: {said}"),

@@ -12,8 +12,8 @@ import pytest
 
 from typer.testing import CliRunner
 
-from runs.cli.main import app
 from endpoints.transcript import read_calls
+from runs.cli.main import app
 from runs.config import AgentChoice, RunConfig
 from runs.fork import fork_config
 from runs.rundata import load_run
@@ -24,9 +24,9 @@ from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.real_server import RealServer, Rules
 from tests.support.tiny_dataset import write_tiny_dataset
 from tests.test_real_servers import arena_run, cropper
-from tests.test_transcript import crop_agent
 from tests.test_sweep_support import (ConcurrencyProbe, assert_same_run, comparable, policy_config,
                                        write_sweep_dataset)
+from tests.test_transcript import crop_agent
 
 cli = CliRunner()
 

@@ -36,10 +36,8 @@ class Prompting:
 class EpisodeView:
     """Everything an agent may know when it acts.
 
-    `images` holds every image in context: the task images first, then each image
-    a tool returned, in order; `Step.observation.image_indices` point into it.
-    `final_turn` means tools are off and an answer is required now.
-    """
+    `images` holds every image in context: the task images first, then each image a tool returned, in order;
+    `Step.observation.image_indices` point into it. `final_turn` means tools are off and an answer is required now."""
 
     task: Task
     images: list[ContextImage]

@@ -3,12 +3,14 @@
 Decoded task images (reduced past `images.MAX_SOURCE_PIXELS`) and model encodings are cached process-wide
 by blob id in byte-bounded LRUs (`ARENA_IMAGE_CACHE_MB`, default 768); episodes do not pin decoded pixels (an
 evicted image is decoded again). Cached images are shared: never modify one in place. `SENT_PNGS` hands the PNG
-bytes of each new model data URL to a recorder (`SENT_PNGS.pop(url)`), which then need not decode the URL.
+bytes of each new model data URL to a recorder (`SENT_PNGS.get(url, pop=True)`), which then need not decode the URL:
+only where the recorder set `HAND_OVER` (a context variable: that task, the tasks and threads it starts).
 `PNGS` keeps an image object's PNG (`png_of`) by id(image); its entry holds the image, so the id is not reused."""
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import threading
 from collections import OrderedDict
@@ -58,6 +60,7 @@ DECODED: LRU[tuple, Decoded] = LRU(256, int(os.environ.get("ARENA_IMAGE_CACHE_MB
 DATA_URLS: LRU[tuple, str] = LRU(256, 256 << 20, len)
 SENT_PNGS: LRU[str, bytes] = LRU(256, 64 << 20, lambda png: len(png) * 7 // 3)  # the URL key counted too
 PNGS: LRU[int, tuple[Image.Image, bytes]] = LRU(64, 96 << 20, lambda k: len(k[1]) + 4 * k[0].width * k[0].height)
+HAND_OVER: contextvars.ContextVar[bool] = contextvars.ContextVar("arena_hand_over_pngs", default=False)
 _INFLIGHT: dict[tuple, asyncio.Future] = {}
 
 
@@ -103,19 +106,19 @@ def model_data_url(image: Image.Image, factor: int, min_pixels: int, max_pixels:
                 png = path.read_bytes()
     fitted = None if png else fit_for_model(image, factor, min_pixels, max_pixels, full_size)  # `image` if it fits:
     png = png or (png_of(image) if fitted is image else encode_png(fitted, 1, rle=True))  # its blob's bytes, if kept
-    SENT_PNGS.put(url := png_data_url(png), png)
+    url = png_data_url(png)
+    if HAND_OVER.get():
+        SENT_PNGS.put(url, png)
     return url
 
 
 class ContextImage:
     """One image the agent has seen: a task image (from a file) or one a tool returned.
 
-    `blob_id` is its content address in the run's blob store; `source` says where it
-    came from (`task`, or the tool name). Decoding and model encoding run in a worker
-    thread and are cached, so a 4K task image is decoded once however often it is
-    cropped, and once for all the episodes that show it while it stays in the cache.
-    A task image's pixels may be reduced (see `decoded()`); `size` is the file's.
-    """
+    `blob_id` is its content address in the run's blob store; `source` says where it came from (`task`, or the tool
+    name). Decoding and model encoding run in a worker thread and are cached, so a 4K task image is decoded once
+    however often it is cropped, and once for all the episodes that show it while it stays in the cache. A task
+    image's pixels may be reduced (see `decoded()`); `size` is the file's."""
 
     def __init__(self, blob_id: str, *, source: str, image: Image.Image | None = None, path: Path | None = None):
         if image is None and path is None:

@@ -27,12 +27,10 @@ class EmbeddedImages(Protocol):
 class Dataset:
     """Tasks with the directory their relative paths resolve in.
 
-    `world` is an offline world directory (corpus, image index, site) that tools
-    use; `corpus` a corpus directory for text search when there is no world.
-    `system_prompt` / `format_instruction` override the arena's prompts (VistaArena's
-    `input_template.arguments`). `reward_fn` names the original reward functions. `embedded` reads task
-    images stored inside the data file itself.
-    """
+    `world` is an offline world directory (corpus, image index, site) that tools use; `corpus` a corpus directory for
+    text search when there is no world. `system_prompt` / `format_instruction` override the arena's prompts
+    (VistaArena's `input_template.arguments`). `reward_fn` names the original reward functions. `embedded` reads task
+    images stored inside the data file itself."""
 
     name: str
     root: Path

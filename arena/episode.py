@@ -1,11 +1,9 @@
 """The episode loop: one agent, one task, one tool call per round, within a budget.
 
-Every failure becomes data: a malformed call, an unknown tool, bad arguments, a
-tool that raises or times out all become error observations the model sees, and
-the episode goes on. Only a failing agent (endpoint down after retries), a task
-whose images cannot be read, or a tool outage (`ToolOutage`: e.g. every API key
-spent) ends an episode with finish_reason "error".
-"""
+Every failure becomes data: a malformed call, an unknown tool, bad arguments, a tool that raises or times out all
+become error observations the model sees, and the episode goes on. Only a failing agent (endpoint down after retries),
+a task whose images cannot be read, or a tool outage (`ToolOutage`: e.g. every API key spent) ends an episode with
+finish_reason "error"."""
 
 from __future__ import annotations
 
@@ -41,12 +39,10 @@ logger = logging.getLogger(__name__)
 class EpisodeSpec:
     """One cell of a run grid.
 
-    `prefix` holds recorded steps (rounds 1..K: tool calls and invalid turns, no
-    answer) played before the agent takes over at round K+1, for forks and for
-    budget sweeps that share a trajectory prefix. `prefix_mode="reuse"` keeps their
-    observations (their images must be in the episode's blob store);
-    `"replay"` runs their tool calls again against the world. `turn_rule`: a protocol's reading of text turns.
-    """
+    `prefix` holds recorded steps (rounds 1..K: tool calls and invalid turns, no answer) played before the agent takes
+    over at round K+1, for forks and for budget sweeps that share a trajectory prefix. `prefix_mode="reuse"` keeps
+    their observations (their images must be in the episode's blob store); `"replay"` runs their tool calls again
+    against the world. `turn_rule`: a protocol's reading of text turns."""
 
     run_id: str
     task: Task

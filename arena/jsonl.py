@@ -1,10 +1,8 @@
 """Append-only JSON-lines files that survive a writer killed mid-line.
 
-A kill (or a full disk) can leave a last line without its newline. Every append
-first cuts such a torn tail, so the new record never glues onto broken bytes, then
-writes one whole line and fsyncs it. Readers treat a line without a newline as
-absent.
-"""
+A kill (or a full disk) can leave a last line without its newline. Every append first cuts such a torn tail, so the
+new record never glues onto broken bytes, then writes one whole line and fsyncs it. Readers treat a line without a
+newline as absent."""
 
 from __future__ import annotations
 

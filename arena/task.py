@@ -18,14 +18,12 @@ def level_for_hops(hops: int | None) -> str | None:
 class Task(BaseModel):
     """A question, its images (paths relative to the dataset root) and accepted answers.
 
-    `metadata` carries suite-specific extras: stored reverse-image results
-    (`image_search`: list of {title, thumbnail}), gold evidence chains, gold tool
-    paths, trajectory frames; `requires_agent` names the kind of agent whose results
-    on the task mean what the task defines (the runner warns about any other).
-    `evidence` lists the facts (entities, values) an answer must rest on, when known (generated worlds: the
-    targets of the gold evidence chain), for the deterministic evidence verdict. `reference_images`: images a
-    judge compares the answer with (absolute paths, never shown to the agent: e.g. a ground-truth image).
-    """
+    `metadata` carries suite-specific extras: stored reverse-image results (`image_search`: list of {title,
+    thumbnail}), gold evidence chains, gold tool paths, trajectory frames; `requires_agent` names the kind of agent
+    whose results on the task mean what the task defines (the runner warns about any other). `evidence` lists the
+    facts (entities, values) an answer must rest on, when known (generated worlds: the targets of the gold evidence
+    chain), for the deterministic evidence verdict. `reference_images`: images a judge compares the answer with
+    (absolute paths, never shown to the agent: e.g. a ground-truth image)."""
 
     id: str
     suite: str = "arena"

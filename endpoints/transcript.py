@@ -20,7 +20,8 @@ the `tools` list become `{"$json": BLOB_ID}` (stored once per run per distinct v
 `read_calls` reverses all of it, so the request is the parsed body the server got. Headers (the key) are not
 part of a body and are never kept.
 
-A scope may carry a recorded request to send again (`arena fork`): see `resent`.
+A scope may carry a recorded request to send again (`arena fork`): see `resent`; a backend playing the episode in
+another process ships it with the job (`recorded_request`) and opens its scope there with it.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import httpx
 import orjson
 
 from arena.blobs import BlobStore
-from arena.context_image import SENT_PNGS
+from arena.context_image import HAND_OVER, SENT_PNGS
 from arena.jsonl import append_line
 
 CALLS_FILE = "calls.jsonl"
@@ -144,14 +145,25 @@ _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_tra
 @contextlib.contextmanager
 def scope(writer: TranscriptWriter | None, episode: str, role: Role,
           resend: dict[str, Any] | None = None) -> Iterator[None]:
-    """Record the model calls made in this task (and the tasks it starts) under `episode` and `role` (nothing
-    is recorded when `writer` is None); `resend`, a recorded request body, is sent again as `resent` says."""
+    """Record the model calls made in this task (and the tasks it starts) under `episode` and `role`, with the PNG
+    bytes of the data URLs made meanwhile handed over (`arena.context_image.HAND_OVER`); nothing is recorded or
+    handed over when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says."""
     again = Resend(resend["messages"], resend.get("tools")) if resend else None
     token = _SCOPE.set(Scope(writer, episode, role, again) if writer is not None or again else None)
+    handing = HAND_OVER.set(writer is not None)
     try:
         yield
     finally:
+        HAND_OVER.reset(handing)
         _SCOPE.reset(token)
+
+
+def recorded_request() -> dict[str, Any] | None:
+    """The recorded request the current scope sends again (`{"messages", "tools"}`, as `scope` takes it), or None:
+    what a backend that plays the episode in another process ships with the job, for the scope it opens there."""
+    current = _SCOPE.get()
+    again = current.resend if current is not None else None
+    return {"messages": again.messages, "tools": again.tools} if again is not None else None
 
 
 def resent(messages: list[Any], tools: Any) -> tuple[list[Any], Any]:

@@ -6,9 +6,11 @@ readable at the same paths on every node (a local cluster, or a shared filesyste
 A worker keeps the images an episode produces in memory and returns them with the
 episode, with the episode's model calls as calls.jsonl lines (`play_recorded`); the
 driver writes blobs and lines through the run writer, then appends the episode
-(`receive`). The blobs a prefix reuses travel to the worker with the job. The local
-worker processes of `--workers` (`runs.workers`) use the same two functions. Per-endpoint limits are
-enforced across all workers by one gate actor.
+(`receive`). The blobs a prefix reuses travel to the worker with the job, and so does a
+fork's recorded request (`transcript.recorded_request()` of the episode's scope), which
+the worker sends again as the asyncio backend would. The local worker processes of
+`--workers` (`runs.workers`) use the same functions. Per-endpoint limits are enforced
+across all workers by one gate actor.
 
 `ray_address=None` starts a local Ray instance (`ray.init()`) for the run and stops it
 afterwards; an address (`auto`, `ray://host:10001`, `host:6379`) joins an existing
@@ -71,9 +73,11 @@ def apply_learned(agents: list[Any], learned: dict[str, dict[str, Any]]) -> None
             agent.apply_limits(learned[agent.id])
 
 
-async def play_recorded(bench: Workbench, job_json: str, run_id: str, blobs: dict[str, bytes]
+async def play_recorded(bench: Workbench, job_json: str, run_id: str, blobs: dict[str, bytes],
+                        resend: dict[str, Any] | None = None
                         ) -> tuple[str, dict[str, bytes], list[bytes], dict[str, dict[str, Any]]]:
-    """Worker side: play a job with its prefix's blobs in memory, recording its model calls.
+    """Worker side: play a job with its prefix's blobs in memory, recording its model calls; `resend`: the recorded
+    request a fork sends again (`transcript.recorded_request()` of the driver's scope), as the asyncio backend does.
 
     Returns (episode JSON, blobs it made, its calls.jsonl lines, the limits its agent has learned so far, by agent
     id); the lines refer to blobs among those made."""
@@ -82,7 +86,7 @@ async def play_recorded(bench: Workbench, job_json: str, run_id: str, blobs: dic
     lines: list[bytes] = []
     calls = (transcript.TranscriptWriter(Path("."), store, append=lambda _path, line: lines.append(line))
              if bench.config.transcript else None)
-    with transcript.scope(calls, job.key, "agent"):
+    with transcript.scope(calls, job.key, "agent", resend):
         episode = await bench.play(job, run_id, store)
     agent = bench.agents[job.agent]
     return episode.model_dump_json(), store.new, lines, {agent.id: agent.learned_limits()}
@@ -161,9 +165,9 @@ class EpisodeWorker:
     async def ready(self) -> int:
         return os.getpid()
 
-    async def play(self, job_json: str, blobs: dict[str, bytes]) -> tuple[str, dict[str, bytes], list[bytes],
-                                                                          dict[str, dict[str, Any]]]:
-        return await play_recorded(self.bench, job_json, self.run_id, blobs)
+    async def play(self, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None = None
+                   ) -> tuple[str, dict[str, bytes], list[bytes], dict[str, dict[str, Any]]]:
+        return await play_recorded(self.bench, job_json, self.run_id, blobs, resend)
 
     async def close(self) -> None:
         await self.bench.aclose()
@@ -220,7 +224,7 @@ class RayBackend:
         index = self._pick()
         self._load[index] += 1
         try:
-            played = await self.workers[index].play.remote(job.model_dump_json(), blobs)
+            played = await self.workers[index].play.remote(job.model_dump_json(), blobs, transcript.recorded_request())
         finally:
             self._load[index] -= 1
         return await receive(self.store, self.writer, self.agents, *played, "a Ray worker")

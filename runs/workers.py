@@ -10,7 +10,8 @@ driver: resume, judging, progress, stops. A job whose awaiting task is cancelled
 for a slot of a limited endpoint and gives it back after the request.
 
 Messages, all plain tuples over `multiprocessing` queues (the queues' own threads pickle and unpickle them):
-driver -> worker `("play", id, job_json, blobs)`, `("cancel", id)`, `("granted", rid)`, `None` (stop);
+driver -> worker `("play", id, job_json, blobs, resend)` (resend: a fork's recorded request, or None),
+`("cancel", id)`, `("granted", rid)`, `None` (stop);
 worker -> driver `("ready", w, pid)`, `("failed", w, message)`, `("done", id, *what play_recorded returns)`,
 `("error", id, message)`, `("acquire", w, rid, endpoint)`, `("release", endpoint)`.
 A worker that dies fails the jobs it held, with its exit code; a worker whose driver died stops by itself.
@@ -29,6 +30,7 @@ from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
 from arena.trajectory import Episode
+from endpoints import transcript
 
 from .config import RunConfig
 from .limits import EndpointGate
@@ -116,9 +118,9 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
     results.put(("ready", worker, os.getpid()))
     running: dict[int, asyncio.Task] = {}
 
-    async def play(job_id: int, job_json: str, blobs: dict[str, bytes]) -> None:
+    async def play(job_id: int, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None) -> None:
         try:
-            results.put(("done", job_id, *await play_recorded(bench, job_json, run_id, blobs)))
+            results.put(("done", job_id, *await play_recorded(bench, job_json, run_id, blobs, resend)))
         except asyncio.CancelledError:
             pass
         except Exception as exc:
@@ -251,7 +253,7 @@ class WorkerBackend:
         self._pending[job_id] = (worker, future)
         self._load[worker] += 1
         try:
-            self.jobs[worker].put(("play", job_id, job.model_dump_json(), blobs))
+            self.jobs[worker].put(("play", job_id, job.model_dump_json(), blobs, transcript.recorded_request()))
             message = await future
         except asyncio.CancelledError:
             self._pending.pop(job_id, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from runs.runner import run
 from tests.support.openai_server import OpenAIStub
 from tests.test_sweep_support import ConcurrencyProbe, assert_same_run, policy_config, write_sweep_dataset
+from tests.test_workers import forked_requests
 
 ray = pytest.importorskip("ray")
 
@@ -28,3 +30,11 @@ def test_ray_backend_matches_asyncio(tmp_path: Path) -> None:
     assert len(local.episodes) == 2 * 2 * 2
     # the calls Ray workers made are recorded (sent back with the episode, written by the driver) as asyncio's are
     assert_same_run(on_ray, local)
+
+
+def test_a_fork_on_ray_sends_again_the_recorded_request_as_asyncio_does(tiny_data: Path, tmp_path: Path) -> None:
+    """The Ray worker that plays a forked episode gets the recorded request with the job (tests/test_workers.py)."""
+    local, on_ray, original = forked_requests(tiny_data, tmp_path, backend="ray", ray_workers=1)
+    assert len(local) == 3 and json.loads(local[0]) == {**original[3], "model": "qwen2"}
+    assert on_ray == local
+    assert not ray.is_initialized()

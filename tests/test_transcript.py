@@ -346,6 +346,35 @@ def test_images_recorded_from_the_png_bytes_handed_over_are_what_decoding_the_ur
     assert handed == decoding
 
 
+def test_a_run_without_transcript_hands_no_png_over_and_a_recording_run_after_it_still_does(
+        tiny_data, tmp_path, monkeypatch):
+    """`--no-transcript`: the data URLs the run makes put nothing in `SENT_PNGS` (no recorder would take it); a
+    recording run after it in the same process still gets each PNG handed over (and takes it: nothing decoded)."""
+    import endpoints.transcript as transcript_module
+    from arena import context_image
+
+    decoded: list[int] = []
+    real = transcript_module.base64.b64decode
+    monkeypatch.setattr(transcript_module.base64, "b64decode",
+                        lambda data, *args, **kwargs: decoded.append(len(data)) or real(data, *args, **kwargs))
+    handed = context_image.LRU(256, 64 << 20, len)
+    monkeypatch.setattr(context_image, "SENT_PNGS", handed)
+    monkeypatch.setattr(transcript_module, "SENT_PNGS", handed)
+    for recording in (False, True):
+        monkeypatch.setattr(context_image, "DATA_URLS", context_image.LRU(256, 256 << 20, len))  # encoded again
+        with OpenAIStub(crop_agent(native=False)) as server:
+            out = CliRunner().invoke(app, ["run", "--data", str(tiny_data), "--agent", "openai", "--model", "qwen",
+                                           "--base-url", server.base_url, "--task", "q2", "--max-rounds", "4",
+                                           "--judge", "normalized", "--out", str(tmp_path / "logs"),
+                                           "--run-id", f"recording-{recording}",
+                                           *([] if recording else ["--no-transcript"])])
+            assert out.exit_code == 0, out.output
+        assert context_image.DATA_URLS.bytes > 0  # the task image and the crops were encoded in this run
+        assert handed.bytes == 0 and decoded == []
+    [episode] = RunStore(tmp_path / "logs" / "recording-True").episodes()
+    assert len(transcript_json(tmp_path / "logs" / "recording-True", episode.key)) == 4
+
+
 def test_messages_with_pre_serialised_parts_read_back_as_their_json():
     """`_plain` (what the recorder keeps of the new messages) equals parsing the serialised message, whether an image
     part is read fast (exactly url, nothing escaped) or parsed (detail, escapes, non-ASCII, other parts)."""

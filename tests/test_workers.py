@@ -12,8 +12,11 @@ import pytest
 
 from typer.testing import CliRunner
 
+from endpoints.transcript import read_calls
 from runs.cli.main import app
-from runs.config import RunConfig
+from runs.config import AgentChoice, RunConfig
+from runs.fork import fork_config
+from runs.rundata import load_run
 from runs.runner import run
 from runs.store import RunStore
 from runs.workers import WorkerBackend, WorkerError
@@ -23,8 +26,46 @@ from tests.support.tiny_dataset import write_tiny_dataset
 from tests.test_real_servers import arena_run, cropper
 from tests.test_sweep_support import (ConcurrencyProbe, assert_same_run, comparable, policy_config,
                                        write_sweep_dataset)
+from tests.test_transcript import crop_agent
 
 cli = CliRunner()
+
+
+def forked_requests(tiny_data: Path, tmp_path: Path, **backend) -> tuple[list[bytes], list[bytes], list[dict]]:
+    """Fork a recorded 6-round crop episode at round 3 with a new model that renders images smaller than the
+    recording, once under asyncio and once with `backend` (RunConfig fields): the raw bodies of the new model's
+    requests under each, and the source's requests."""
+    with OpenAIStub(crop_agent(False)) as server:
+        source = run(RunConfig(data=str(tiny_data), agent="openai", out=str(tmp_path / "logs"), task_ids=["q2"],
+                               max_rounds=[6], run_id="source", judge="normalized",
+                               agent_options={"model": "qwen", "base_url": server.base_url}))
+        [episode] = source.episodes
+        bodies = {}
+        for run_id, fields in (("forked-local", {}), ("forked-other", backend)):
+            before = len(server.exchanges)
+            config = fork_config(load_run(source.run_dir), episode.id, 3, AgentChoice(agent="openai", options={
+                "model": "qwen2", "base_url": server.base_url, "image_max_pixels": 60000}), run_id=run_id)
+            forked = run(RunConfig.model_validate({**config.model_dump(), **fields}))
+            info = RunStore(forked.run_dir).info()
+            assert info["forked_from"]["recorded_request"] is True
+            assert {k: info["config"][k] for k in fields} == fields
+            bodies[run_id] = [body for body, status, _ in server.exchanges[before:]
+                              if status == 200 and json.loads(body)["model"] == "qwen2"]
+            [fork_episode] = forked.episodes
+            recorded = [c["request"] for c in read_calls(forked.run_dir, fork_episode.key)]
+            assert recorded == [json.loads(body) for body in bodies[run_id]]
+        original = [json.loads(body) for body, status, _ in server.exchanges
+                    if status == 200 and json.loads(body)["model"] == "qwen"]
+    return bodies["forked-local"], bodies["forked-other"], original
+
+
+def test_a_fork_with_workers_sends_again_the_recorded_request_as_asyncio_does(tiny_data: Path, tmp_path: Path) -> None:
+    """The worker that plays a forked episode gets the recorded request with the job: its first request is, byte for
+    byte, the one the asyncio backend sends (the source's round-4 request with the new model), and so are the
+    requests that extend it."""
+    local, spread, original = forked_requests(tiny_data, tmp_path, workers=2)
+    assert len(local) == 3 and json.loads(local[0]) == {**original[3], "model": "qwen2"}
+    assert spread == local
 
 
 def test_workers_match_asyncio_record_every_call_and_resume(tmp_path: Path) -> None:

@@ -1,11 +1,14 @@
 """Image generation for UReason: the `generate_image` tool (an OpenAI-compatible images endpoint) and the
 `image_gen` agent that plays UReason's three settings with either generation tool.
 
-`generate_image(prompt)` posts to `/v1/images/generations` with `openai.AsyncOpenAI`
-and returns the decoded image. Tool options: `images_base_url`, `images_model`,
-`images_api_key_env` (default OPENAI_API_KEY), `images_size` (default 1024x1024),
-`images_response_format` (default b64_json; "none" leaves it out for servers that
-refuse it), `images_timeout`, `images_max_retries`.
+`generate_image(prompt)` posts `{"model", "prompt", "n": 1, "size", "response_format"}` to
+`{images_base_url}/images/generations` (OpenAI's images API; the base URL ends in `/v1`) with httpx and
+returns the decoded image of `data[0]` (its `b64_json`, or a `data:` `url`). Connection errors, timeouts,
+408/409/429 and 5xx are retried with backoff (`images_max_retries`); any other status is a `ToolError`
+naming the server's message (OpenAI's `{"error": {"message"}}` or the text), credentials masked. Tool
+options: `images_base_url`, `images_model`, `images_api_key_env` (default OPENAI_API_KEY; the key goes in
+the Authorization header only), `images_size` (default 1024x1024), `images_response_format` (default
+b64_json; "none" leaves it out for servers that refuse it), `images_timeout`, `images_max_retries`.
 
 The `image_gen` agent reads the setting from the task's `level` (PROTOCOLS.md §5):
 - `direct`: the prompt alone conditions the image;
@@ -25,28 +28,36 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
 import hashlib
 import os
 import re
 from typing import Any
 
-import openai
+import httpx
 from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from arena.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
-from endpoints.client import Endpoint, EndpointConfig, EndpointError
+from endpoints.client import Endpoint, EndpointConfig, EndpointError, is_refusal, parse_body, server_message
+from endpoints.redact import redact_text
 from arena.images import ImageError, decode_image
 from suites.ureason.loader import SETTINGS, extract_refined_prompt
 from arena.tool import Tool, ToolContext, ToolError, ToolOptions, ToolResult, register_tool
 from arena.trajectory import Usage
 
 
-def sdk_transient(exc: BaseException) -> bool:
-    """OpenAI SDK errors worth retrying: connection errors, timeouts, 408/409/429 and 5xx."""
-    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError)):
-        return True
-    return isinstance(exc, openai.APIStatusError) and (exc.status_code in (408, 409, 429) or exc.status_code >= 500)
+class ImagesError(RuntimeError):
+    """A failed request to the images endpoint; `transient`: worth sending again (connection error, timeout,
+    408/409/429 or 5xx), else a refusal that sending again cannot change."""
+
+    def __init__(self, message: str, transient: bool):
+        super().__init__(message)
+        self.transient = transient
+
+
+def images_transient(exc: BaseException) -> bool:
+    return isinstance(exc, ImagesError) and exc.transient
 
 
 class GenerateImageArgs(BaseModel):
@@ -74,20 +85,35 @@ class GenerateImageTool(Tool):
 
     def __init__(self, options=None):
         super().__init__(options)
-        self._client: openai.AsyncOpenAI | None = None
+        self._client: httpx.AsyncClient | None = None
 
     def _setting(self, name: str, default: Any = None) -> Any:
         return getattr(self.options, name, default)
 
-    def client(self) -> openai.AsyncOpenAI:
+    def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            base_url = self._setting("images_base_url")
-            if not base_url:
+            if not self._setting("images_base_url"):
                 raise ToolError("generate_image is not configured: set the tool option images_base_url")
-            key = os.environ.get(self._setting("images_api_key_env") or "OPENAI_API_KEY") or "EMPTY"
-            self._client = openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0,
-                                              timeout=float(self._setting("images_timeout", 300.0)))
+            self._client = httpx.AsyncClient(timeout=float(self._setting("images_timeout", 300.0)))
         return self._client
+
+    async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> Any:
+        """The JSON answer of one POST to `/images/generations`; `ImagesError` for anything else."""
+        url = str(self._setting("images_base_url")).rstrip("/") + "/images/generations"
+        key = os.environ.get(self._setting("images_api_key_env") or "OPENAI_API_KEY") or "EMPTY"
+        try:
+            response = await client.post(url, json=body, headers={"Authorization": f"Bearer {key}"})
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # transport errors (connection, timeout) are transient
+            raise ImagesError(redact_text(f"{type(exc).__name__}: {exc}"),
+                              transient=isinstance(exc, httpx.TransportError)) from None
+        if response.status_code != 200:
+            said, code = server_message(response.content, limit=300)
+            raise ImagesError(redact_text(f"HTTP {response.status_code}{f' ({code})' if code else ''}: {said}"),
+                              transient=not is_refusal(response.status_code, f"{code} {said}"))
+        try:
+            return parse_body(response.content)
+        except ValueError:
+            raise ImagesError("HTTP 200 with a body that is not JSON", transient=False) from None
 
     async def run(self, args: GenerateImageArgs, ctx: ToolContext) -> ToolResult:
         client = self.client()
@@ -99,31 +125,34 @@ class GenerateImageTool(Tool):
         try:
             async for attempt in AsyncRetrying(stop=stop_after_attempt(int(self._setting("images_max_retries", 3)) + 1),
                                                wait=wait_exponential_jitter(initial=1.0, max=30.0),
-                                               retry=retry_if_exception(sdk_transient), reraise=True):
+                                               retry=retry_if_exception(images_transient), reraise=True):
                 with attempt:
-                    result = await client.images.generate(**params)
-        except openai.OpenAIError as exc:
-            raise ToolError(f"the images endpoint failed: {type(exc).__name__}: {str(exc)[:300]}") from None
-        if not result.data:
+                    result = await self._post(client, params)
+        except ImagesError as exc:
+            raise ToolError(f"the images endpoint failed: {exc}") from None
+        data = result.get("data") if isinstance(result, dict) else None
+        item = data[0] if isinstance(data, list) and data else None
+        if not isinstance(item, dict):
             raise ToolError("the images endpoint returned no image")
-        item = result.data[0]
-        if item.b64_json:
-            raw = base64.b64decode(item.b64_json)
-        elif item.url and item.url.startswith("data:"):
-            raw = base64.b64decode(item.url.split(",", 1)[1])
-        else:
+        b64, url = item.get("b64_json"), item.get("url")
+        if not (isinstance(b64, str) and b64) and isinstance(url, str) and url.startswith("data:"):
+            b64 = url.partition(",")[2]
+        elif not (isinstance(b64, str) and b64):
             raise ToolError("the images endpoint returned a URL, not image data; set images_response_format=b64_json")
+        try:
+            raw = base64.b64decode(b64)
+        except (binascii.Error, ValueError):
+            raise ToolError("the images endpoint returned image data that is not base64") from None
         try:
             image = await asyncio.to_thread(decode_image, raw, "generate_image")
         except ImageError as exc:
             raise ToolError(str(exc)) from None
-        revised = getattr(item, "revised_prompt", None)
         return ToolResult(text=f"Generated a {image.width}x{image.height} image.", images=[image],
-                          data={"prompt_chars": len(args.prompt), "revised_prompt": revised})
+                          data={"prompt_chars": len(args.prompt), "revised_prompt": item.get("revised_prompt")})
 
     async def aclose(self) -> None:
         if self._client is not None:
-            await self._client.close()
+            await self._client.aclose()
             self._client = None
 
 

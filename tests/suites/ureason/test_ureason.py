@@ -235,6 +235,35 @@ def test_generate_image_tool_posts_to_the_images_endpoint():
         asyncio.run(GenerateImageTool(ToolOptions())({"prompt": "x"}, None))
 
 
+def test_generate_image_tool_names_the_servers_error_and_retries_only_transient_failures(monkeypatch):
+    """A 400 in OpenAI's error shape is not sent again and its message is in the error (the key is not); a 503 is
+    sent again and the image of the retry is returned."""
+    png = base64.b64encode(_png("blue")).decode()
+    monkeypatch.setenv("IMAGES_KEY", "sk-secret-123")
+    replies = iter([Reply(status=400, error="Invalid size '7x7'. Supported sizes are 256x256 and 1024x1024."),
+                    Reply(status=503, error="The server is overloaded or not ready yet."),
+                    Reply(body={"created": 0, "data": [{"url": f"data:image/png;base64,{png}"}]})])
+
+    async def generate(tool: GenerateImageTool):
+        try:
+            return await tool({"prompt": "a blue square"}, None)
+        finally:
+            await tool.aclose()
+
+    with OpenAIStub(lambda request: next(replies)) as server:
+        def tool() -> GenerateImageTool:
+            return GenerateImageTool(ToolOptions(images_base_url=server.base_url, images_api_key_env="IMAGES_KEY",
+                                                 images_size="7x7"))
+        with pytest.raises(ToolError) as refused:
+            asyncio.run(generate(tool()))
+        assert len(server.requests) == 1
+        result = asyncio.run(generate(tool()))
+        assert len(server.requests) == 3
+    assert "HTTP 400 (server_error): Invalid size '7x7'. Supported sizes are 256x256 and 1024x1024." in \
+        str(refused.value) and "sk-secret" not in str(refused.value)
+    assert result.images[0].getpixel((0, 0)) == (0, 0, 255)
+
+
 def test_markup_is_found_in_model_replies():
     assert extract_markup("Here:\n```svg\n<svg width='1'></svg>\n```") == ("svg", "<svg width='1'></svg>")
     assert extract_markup("<html><body>x</body></html>") == ("html", "<html><body>x</body></html>")

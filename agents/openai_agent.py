@@ -40,6 +40,7 @@ import orjson
 
 from arena.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
 from arena.context_image import ContextImage
+from endpoints import transcript
 from endpoints.client import ChatResponse, Endpoint, EndpointConfig, EndpointError, RejectedError
 from arena.images import IMAGE_FACTOR, MIN_PIXELS, smart_resize
 from arena.protocol import parse_response
@@ -96,7 +97,7 @@ class OpenAIAgent(Agent):
             else:
                 url = await image.data_url(*self.sizes(view))
             inner = {"url": url, "detail": self.image_detail} if self.image_detail else {"url": url}
-            part = self._parts[image] = orjson.Fragment(orjson.dumps({"type": "image_url", "image_url": inner}))
+            part = self._parts[image] = transcript.serialised_part({"type": "image_url", "image_url": inner})
         return part
 
     def sizes(self, view: EpisodeView) -> tuple[int, int, int]:

@@ -41,7 +41,7 @@ import httpx
 import orjson
 
 from arena.blobs import BlobStore
-from arena.context_image import HAND_OVER, SENT_PNGS
+from arena.context_image import HAND_OVER, LRU, SENT_PNGS
 from arena.jsonl import append_line
 
 CALLS_FILE = "calls.jsonl"
@@ -290,6 +290,19 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
 _IMAGE_PART = b'{"type":"image_url","image_url":{"url":"data:'
 
 
+# pre-serialised parts made by `serialised_part`, by id: (the Fragment, the value it was made from, its size)
+_PARTS: LRU[int, tuple[orjson.Fragment, Any, int]] = LRU(256, 128 << 20, lambda entry: entry[2])
+
+
+def serialised_part(part: Any) -> orjson.Fragment:
+    """`part` serialised once, to enter request bodies as it is; the recorder takes `part` itself back for it instead
+    of reading megabytes of base64 out of its bytes. `part` must not be changed afterwards."""
+    data = orjson.dumps(part)
+    fragment = orjson.Fragment(data)
+    _PARTS.put(id(fragment), (fragment, part, len(data)))
+    return fragment
+
+
 def _image_part(part: orjson.Fragment) -> dict[str, Any] | None:
     """A pre-serialised part that is exactly `{"type":"image_url","image_url":{"url":"data:..."}}` with nothing
     to unescape, read without parsing its megabytes of base64; None for any other part."""
@@ -302,12 +315,18 @@ def _image_part(part: orjson.Fragment) -> dict[str, Any] | None:
     return {"type": "image_url", "image_url": {"url": url.decode("ascii")}}
 
 
+def _known_part(part: orjson.Fragment) -> Any:
+    """The value a `serialised_part` Fragment was made from (the same objects: their string hashes are kept)."""
+    entry = _PARTS.get(id(part))
+    return entry[1] if entry is not None and entry[0] is part else None
+
+
 def _plain(message: Any) -> Any:
     """A message as the plain JSON values its serialisation carries (image parts read by `_image_part`)."""
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
         return orjson.loads(orjson.dumps(message))
-    fast = {i: _image_part(p) for i, p in enumerate(content) if isinstance(p, orjson.Fragment)}
+    fast = {i: _known_part(p) or _image_part(p) for i, p in enumerate(content) if isinstance(p, orjson.Fragment)}
     fast = {i: part for i, part in fast.items() if part is not None}
     plain = orjson.loads(orjson.dumps({**message, "content": [None if i in fast else p for i, p in enumerate(content)]}))
     plain["content"] = [fast.get(i, p) for i, p in enumerate(plain["content"])]

@@ -340,6 +340,9 @@ def test_images_recorded_from_the_png_bytes_handed_over_are_what_decoding_the_ur
 
     handed = one_run("handed")
     assert decoded == [] and len(handed[0]) == 4
+    monkeypatch.setattr(transcript_module._PARTS, "put", lambda key, value: None)  # parts read out of their bytes
+    read_back = one_run("read-back")
+    assert decoded == [] and read_back == handed
     monkeypatch.setattr(context_image.SENT_PNGS, "put", lambda key, value: None)  # nothing handed over: decode
     decoding = one_run("decoding")
     assert len(decoded) == 4  # the task image and three crops
@@ -380,7 +383,7 @@ def test_messages_with_pre_serialised_parts_read_back_as_their_json():
     part is read fast (exactly url, nothing escaped) or parsed (detail, escapes, non-ASCII, other parts)."""
     import orjson
 
-    from endpoints.transcript import _plain
+    from endpoints.transcript import _plain, serialised_part
 
     png = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * 3).decode()
     parts = [{"type": "image_url", "image_url": {"url": png}},
@@ -391,6 +394,8 @@ def test_messages_with_pre_serialised_parts_read_back_as_their_json():
     message = {"role": "user", "content": [orjson.Fragment(orjson.dumps(p)) for p in parts] + [{"type": "text",
                                                                                                 "text": "plain"}],
                "name": "x"}
-    for value in (message, {"role": "assistant", "content": "text"}, {"role": "user", "content": []}, "odd"):
+    known = {**message, "content": [serialised_part(p) for p in parts] + message["content"][len(parts):]}
+    for value in (message, known, {"role": "assistant", "content": "text"}, {"role": "user", "content": []}, "odd"):
         assert _plain(value) == orjson.loads(orjson.dumps(value))
     assert list(_plain(message)) == ["role", "content", "name"]
+    assert all(got is part for got, part in zip(_plain(known)["content"], parts))  # given back, not read back

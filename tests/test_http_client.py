@@ -52,16 +52,13 @@ def read_request(conn: socket.socket, pending: bytearray) -> bytes | None:
 Script = Callable[[int, int, bytes], "bytes | tuple[bytes] | None"]  # (connection no., request no., request) -> answer
 
 
-class RawServer:
-    """A TCP server on 127.0.0.1 whose answers are written byte by byte by `script`; None closes the connection
-    without answering, `(answer,)` answers and then closes it (no `Connection: close`: an idle timeout). `connections` counts accepted connections, `requests` keeps every request's bytes."""
+class Listener:
+    """A TCP listener on 127.0.0.1 serving each connection in a thread of its own (`serve(conn, number)`);
+    `connections` counts the accepted ones."""
 
-    def __init__(self, script: Script, tls: ssl.SSLContext | None = None):
-        self.script, self.tls = script, tls
+    def __init__(self) -> None:
         self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.connections, self.requests, self.open_now, self.most_open = 0, [], 0, 0
-        self.lock = threading.Lock()
+        self.port, self.connections = self.sock.getsockname()[1], 0
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -70,12 +67,25 @@ class RawServer:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            with self.lock:
-                number = self.connections
-                self.connections += 1
-            threading.Thread(target=self._serve, args=(conn, number), daemon=True).start()
+            number, self.connections = self.connections, self.connections + 1
+            threading.Thread(target=self.serve, args=(conn, number), daemon=True).start()
 
-    def _serve(self, conn: socket.socket, number: int) -> None:
+    def serve(self, conn: socket.socket, number: int) -> None:
+        raise NotImplementedError
+
+
+class RawServer(Listener):
+    """A server whose answers are written byte by byte by `script`; None closes the connection without answering,
+    `(answer,)` answers and then closes it (no `Connection: close`: an idle timeout). `requests` keeps every
+    request's bytes."""
+
+    def __init__(self, script: Script, tls: ssl.SSLContext | None = None):
+        self.script, self.tls = script, tls
+        self.requests, self.open_now, self.most_open = [], 0, 0
+        self.lock = threading.Lock()
+        super().__init__()
+
+    def serve(self, conn: socket.socket, number: int) -> None:
         with self.lock:
             self.open_now += 1
             self.most_open = max(self.most_open, self.open_now)
@@ -286,24 +296,15 @@ def test_tls_with_a_certificate_from_ssl_cert_file(certificate, monkeypatch) -> 
         _ssl_context.cache_clear()
 
 
-class Proxy:
+class Proxy(Listener):
     """A forward proxy: absolute-form requests are relayed to their origin, CONNECT opens a tunnel. It records the
     request lines and Proxy-Authorization headers it saw."""
 
     def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port, self.seen = self.sock.getsockname()[1], []
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.seen: list[tuple[str, str | None]] = []
+        super().__init__()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket, number: int) -> None:
         pending = bytearray()
         request = read_request(conn, pending)
         if request is None:

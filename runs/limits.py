@@ -93,6 +93,44 @@ class EndpointGate:
             self.release(endpoint)
 
 
+class RunSlots:
+    """The run's `--concurrency` slots, each free slot handed to a waiting judging before a waiting episode: a finished
+    episode is judged (and shown by the progress) while the run goes on, instead of queueing behind every episode
+    not yet started (a FIFO semaphore made the first verdicts wait for the last wave)."""
+
+    def __init__(self, size: int):
+        self.free = size
+        self._judging: deque[asyncio.Future[None]] = deque()
+        self._playing: deque[asyncio.Future[None]] = deque()
+
+    @asynccontextmanager
+    async def slot(self, judging: bool = False) -> AsyncIterator[None]:
+        if self.free > 0:
+            self.free -= 1
+        else:
+            waiter = asyncio.get_running_loop().create_future()
+            (self._judging if judging else self._playing).append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                if waiter.done() and not waiter.cancelled():
+                    self._release()  # handed a slot as it was cancelled: pass it on
+                raise
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        for waiting in (self._judging, self._playing):
+            while waiting:
+                waiter = waiting.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
+                    return
+        self.free += 1
+
+
 def endpoint_of(options: dict[str, Any]) -> str | None:
     """The endpoint an agent or judge calls, from its factory options (None: it calls no model)."""
     url = options.get("base_url")

@@ -32,7 +32,7 @@ from judges.metrics import AUTO, judge_for, judge_for_task
 from .config import RunConfig, slug
 from .fork import fork_prefix
 from .judging import Judges
-from .limits import endpoint_of
+from .limits import RunSlots, endpoint_of
 from .lock import RunLock
 from .prefix import copied_episode, derive, failed_episode
 from .prefix import link as prefix_link
@@ -244,7 +244,7 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
         missing = sum(1 for f in families for c in f.cells if c.key not in done)
         if on_start:
             on_start(missing + len(unjudged), grid_size(families))
-        slots = asyncio.Semaphore(config.concurrency)
+        slots = RunSlots(config.concurrency)
 
         unwritten: list[str] = []
         calls = writer.recorder(store.dir, store.blobs.root) if config.transcript else None
@@ -278,7 +278,7 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
                 unwritten.append(f"episode {episode.key}: {type(exc).__name__}: {exc}")
                 return episode
             save_learned()
-            async with slots:
+            async with slots.slot(judging=True):
                 verdict = await judge_and_store(episode)
             stop_if(stops.observe_verdict(verdict, judge_label))
             if progress:
@@ -286,7 +286,7 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
             return episode
 
         async def play(job: EpisodeJob, again: dict[str, Any] | None = None) -> Episode:
-            async with slots:
+            async with slots.slot():
                 with transcript.scope(calls, job.key, "agent", again):
                     episode = await backend.play(job)
             return await record(episode)
@@ -315,7 +315,7 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
             await asyncio.gather(*(derive_cell(source, cell) for cell in todo))
 
         async def rejudge(episode: Episode) -> None:
-            async with slots:
+            async with slots.slot(judging=True):
                 verdict = await judge_and_store(episode)
             stop_if(stops.observe_verdict(verdict, judge_label))
             if progress:

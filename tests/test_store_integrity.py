@@ -268,3 +268,16 @@ def test_resume_refuses_what_is_not_a_run(tmp_path: Path, make: str) -> None:
     assert out.exit_code == 2
     assert "not a run directory" in out.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ([] if make == "missing" else ["target"])
+
+
+def test_finished_episodes_are_judged_and_reported_while_the_run_goes_on(tmp_path: Path) -> None:
+    """A verdict takes the next free slot before an episode not yet started: the progress moves from the first
+    episodes on (a FIFO semaphore made every judging wait until the last episode had started)."""
+    data = write_tiny_dataset(tmp_path / "data", n_items=12)
+    served_at_first_report: list[int] = []
+    with OpenAIStub(lambda request: Reply(content="<answer>1874</answer>", delay=0.1)) as server:
+        result = run(RunConfig(data=str(data), agent="openai", judge="normalized", out=str(tmp_path / "o"),
+                               run_id="r", concurrency=2, agent_options={"model": "m", "base_url": server.base_url}),
+                     progress=lambda episode, verdict: served_at_first_report.append(len(server.requests)))
+    assert len(result.episodes) == 12 and len(served_at_first_report) == 12
+    assert served_at_first_report[0] <= 4, served_at_first_report

@@ -68,8 +68,9 @@ class RunWriter:
 
     def append(self, path: Path, line: bytes) -> "Future[int]":
         """Append one line without fsync (it is fsynced before the next durable write); returns its offset."""
-        future = self.submit(self._append, Path(path), line)
-        self._noted(future, f"{Path(path).name} line")
+        path = path if isinstance(path, Path) else Path(path)
+        future = self.submit(self._append, path, line)
+        self._noted(future, f"{path.name} line")
         return future
 
     def _append(self, path: Path, line: bytes) -> int:

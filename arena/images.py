@@ -111,10 +111,8 @@ def load_image(source: str | Path | bytes, name: str | None = None, max_pixels: 
 
 def decode_image(data: bytes | str | Path, name: str | None = None) -> Image.Image:
     """Decode image bytes (or a file) into RGB (reduced to at most MAX_SOURCE_PIXELS); ImageError names `name`."""
-    return image.convert("RGB") if (image := load_image(data, name).image).mode != "RGB" else image
-
-
-open_image = decode_image  # an image file (a path) decoded into RGB
+    image = load_image(data, name).image
+    return image if image.mode == "RGB" else image.convert("RGB")
 
 
 def encode_png(image: Image.Image, level: int = 6, rle: bool = False) -> bytes:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arena.images import open_image  # noqa: E402
+from arena.images import decode_image  # noqa: E402
 from arena.world import WORLD_BUILDERS, is_world  # noqa: E402
 from suites.vistahop.world.gold import fill  # noqa: E402
 from tools.corpus_index import CorpusIndex  # noqa: E402
@@ -85,7 +85,7 @@ def main() -> None:
     picked = rng.sample(scenes, min(len(scenes), max(1, args.queries // 4)))
     crops, whole, found = [], [], 0
     for scene in picked:
-        image = open_image(world / scene["image"])
+        image = decode_image(world / scene["image"])
         for anchor in scene["anchors"]:
             crop = zoom(image, pixel_box([float(v) for v in anchor["bbox_2d"]], image.width, image.height, True))
             started = time.perf_counter()

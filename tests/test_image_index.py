@@ -8,7 +8,7 @@ import pytest
 from arena.blobs import BlobStore
 from arena.context_image import ContextImage
 from arena.dataset import DatasetError, load_datasets
-from arena.images import open_image
+from arena.images import decode_image
 from arena.tool import ToolContext, ToolOptions
 from arena.world import WORLD_BUILDERS
 from tools.crop import pixel_box, zoom
@@ -29,7 +29,7 @@ def test_a_crop_of_any_anchor_finds_its_entity_first(world):
     index = ReverseImageIndex.for_world(world)
     checked = 0
     for scene in scenes_of(world):
-        image = open_image(world / scene["image"])
+        image = decode_image(world / scene["image"])
         for anchor in scene["anchors"]:
             gold = pixel_box([float(v) for v in anchor["bbox_2d"]], image.width, image.height, True)
             x1, y1, x2, y2 = anchor["box"]
@@ -49,7 +49,7 @@ def test_a_crop_of_any_anchor_finds_its_entity_first(world):
 def test_the_whole_scene_finds_its_photograph(world):
     index = ReverseImageIndex.for_world(world)
     for scene in scenes_of(world)[:3]:
-        hits = index.search(open_image(world / scene["image"]), k=3)
+        hits = index.search(decode_image(world / scene["image"]), k=3)
         assert hits[0].title == scene["title"] and hits[0].kind == "scene"
 
 
@@ -76,7 +76,7 @@ def test_image_search_tool_uses_the_index_on_a_crop(world, tmp_path):
     [dataset] = load_datasets(world)
     task = dataset.tasks[0]
     anchor = task.metadata["anchors"][0]
-    image = open_image(world / task.images[0])
+    image = decode_image(world / task.images[0])
     crop = zoom(image, pixel_box([float(v) for v in anchor["bbox_2d"]], image.width, image.height, True))
     images = [ContextImage("sha256:task", source="task", image=image),
               ContextImage("sha256:crop", source="image_zoom_in_tool", image=crop)]

@@ -8,7 +8,7 @@ from PIL import Image
 from arena import context_image
 from arena.blobs import BlobStore
 from arena.context_image import model_data_url
-from arena.images import (MIN_PIXELS, ImageError, decode_image, encode_png, fit_for_model, load_image, open_image,
+from arena.images import (MIN_PIXELS, ImageError, decode_image, encode_png, fit_for_model, load_image,
                           smart_resize)
 
 
@@ -40,9 +40,9 @@ def test_broken_image_error_names_the_file(tmp_path):
     bad = tmp_path / "broken.png"
     bad.write_bytes(b"\x89PNG\r\n\x1a\nnot really")
     with pytest.raises(ImageError, match="broken.png"):
-        open_image(bad)
+        decode_image(bad)
     with pytest.raises(ImageError, match="no such image"):
-        open_image(tmp_path / "missing.png")
+        decode_image(tmp_path / "missing.png")
     with pytest.raises(ImageError, match="blob-x"):
         decode_image(b"garbage", "blob-x")
 

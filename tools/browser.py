@@ -49,7 +49,7 @@ from urllib.parse import urljoin, urlsplit
 from PIL import Image
 from pydantic import BaseModel, Field, model_validator
 
-from arena.images import open_image
+from arena.images import decode_image
 from arena.paths import PathEscapeError
 from arena.settings import register_setting
 from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOptions, ToolResult, register_tool
@@ -452,7 +452,7 @@ class BrowserTool(Tool):
             path = ctx.dataset.resolve(rel, where=f"task {ctx.task.id!r} metadata.frames[{index - 1}]")
         except PathEscapeError as exc:
             raise ToolError(str(exc)) from None
-        image = await asyncio.to_thread(open_image, path)
+        image = await asyncio.to_thread(decode_image, path)
         state.frame = index
         return ToolResult(text=f"Frame {index} of {count} ({Path(rel).name}).", images=[image],
                           data={"action": args.action, "frame": index, "frames": count, "path": rel})

@@ -37,7 +37,7 @@ from PIL import Image
 from pydantic import BaseModel, ValidationError
 
 from arena.dataset import DatasetError
-from arena.images import open_image
+from arena.images import decode_image
 from arena.paths import PathEscapeError, resolve_inside
 
 MANIFEST = "images/index.jsonl"
@@ -251,7 +251,7 @@ def _compute(world: Path, entries: list[IndexEntry]) -> tuple[Features, np.ndarr
     rows: list[Features] = []
     owners: list[int] = []
     for number, entry in enumerate(entries):
-        source = open_image(resolve_inside(world, entry.source, where=f"{world / MANIFEST}: entry {entry.id}"))
+        source = decode_image(resolve_inside(world, entry.source, where=f"{world / MANIFEST}: entry {entry.id}"))
         if entry.box is None:
             regions = [source]
         else:

@@ -22,7 +22,7 @@ from typing import Literal
 from PIL import Image
 from pydantic import BaseModel, Field
 
-from arena.images import ImageError, decode_image, open_image
+from arena.images import ImageError, decode_image
 from arena.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolResult, register_tool
 from tools.image_index import ReverseImageIndex
 from tools.lens import check_live_options, lens_for
@@ -39,7 +39,7 @@ class ImageSearchArgs(BaseModel):
 
 
 def _thumbnail(path: Path) -> Image.Image:
-    image = open_image(path)
+    image = decode_image(path)
     image.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE))
     return image
 

@@ -123,7 +123,7 @@ class OpenAIAgent(Agent):
     async def transcript(self, view: EpisodeView, limits: Limits) -> tuple[list[Any], InputSummary]:
         """The transcript within `limits`, and what it holds (with the elisions made)."""
         prompting = view.prompting
-        block = tools_prompt_block(tuple(view.tools)) if view.tools else ""
+        block = tools_prompt_block(view.tools) if view.tools else ""
         system = system_prompt(self.tool_mode, block, max_rounds=view.budget.max_rounds,
                                show_budget=prompting.show_budget, override=prompting.system_prompt)
         question = view.task.question

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from abc import ABC, abstractmethod
@@ -102,6 +101,12 @@ class Tool(ABC):
             self._schema = self.schema()
         return self._schema
 
+    def prompt_line(self) -> str:
+        """The schema as its line of the tools prompt block, rendered once per instance (asked on every request)."""
+        if not hasattr(self, "_prompt_line"):
+            self._prompt_line = json.dumps(self.cached_schema(), ensure_ascii=False)
+        return self._prompt_line
+
     def parse_args(self, arguments: Any) -> BaseModel:
         if not isinstance(arguments, dict):
             raise ToolArgumentError(f"arguments of {self.name} must be a JSON object, got {type(arguments).__name__}")
@@ -161,6 +166,5 @@ def register_tool(cls: type[Tool]) -> type[Tool]:
     return cls
 
 
-@functools.lru_cache(maxsize=256)  # per tool set (instances): rendered on every request
-def tools_prompt_block(tools: tuple[Tool, ...]) -> str:
-    return "\n".join(json.dumps(t.cached_schema(), ensure_ascii=False) for t in tools)
+def tools_prompt_block(tools: list[Tool]) -> str:
+    return "\n".join(t.prompt_line() for t in tools)

@@ -322,7 +322,8 @@ def _known_part(part: orjson.Fragment) -> Any:
 
 
 def _plain(message: Any) -> Any:
-    """A message as the plain JSON values its serialisation carries (image parts read by `_image_part`)."""
+    """A message as the plain JSON values its serialisation carries (pre-serialised parts taken back from
+    `serialised_part`, else image parts read by `_image_part`, else parsed)."""
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
         return orjson.loads(orjson.dumps(message))

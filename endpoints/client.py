@@ -151,6 +151,17 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
     return None
 
 
+def status_error(status: int, body: bytes, headers: Mapping[str, str], limit: int = 1000) -> EndpointError:
+    """The error a non-200 answer stands for, quoting the server's message and code: TransientEndpointError for
+    408/409/429/5xx (with the wait the server asked for), else RejectedError."""
+    message, code = server_message(body, limit)
+    text = f"HTTP {status}{f' ({code})' if code and code != str(status) else ''}: {message}"
+    if not is_refusal(status, f"{code} {message}"):
+        return TransientEndpointError(text, status=status, server_message=message, code=code,
+                                      retry_after=retry_after(headers))
+    return RejectedError(text, status=status, server_message=message, code=code)
+
+
 class Endpoint:
     def __init__(self, config: EndpointConfig):
         self.config = config
@@ -240,12 +251,7 @@ class Endpoint:
         """The completion of a response, and its parsed body; an EndpointError for anything else."""
         status, content = response.status, response.body
         if status != 200:
-            message, code = server_message(content)
-            text = f"HTTP {status}{f' ({code})' if code and code != str(status) else ''}: {message}"
-            if not is_refusal(status, f"{code} {message}"):
-                raise TransientEndpointError(text, status=status, server_message=message, code=code,
-                                             retry_after=retry_after(response.headers))
-            raise RejectedError(text, status=status, server_message=message, code=code)
+            raise status_error(status, content, response.headers)
         try:
             data = parse_body(content)
         except ValueError:

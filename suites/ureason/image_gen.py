@@ -2,8 +2,8 @@
 `image_gen` agent that plays UReason's three settings with either generation tool.
 
 `generate_image(prompt)` posts `{"model", "prompt", "n": 1, "size", "response_format"}` to
-`{images_base_url}/images/generations` (OpenAI's images API; the base URL ends in `/v1`) with httpx and
-returns the decoded image of `data[0]` (its `b64_json`, or a `data:` `url`). Connection errors, timeouts,
+`{images_base_url}/images/generations` (OpenAI's images API; the base URL ends in `/v1`) through the model
+endpoints' keep-alive client (`endpoints.http`) and returns the decoded image of `data[0]` (its `b64_json`, or a `data:` `url`). Connection errors, timeouts,
 408/409/429 and 5xx are retried with backoff (`images_max_retries`); any other status is a `ToolError`
 naming the server's message (OpenAI's `{"error": {"message"}}` or the text), credentials masked. Tool
 options: `images_base_url`, `images_model`, `images_api_key_env` (default OPENAI_API_KEY; the key goes in
@@ -34,30 +34,19 @@ import os
 import re
 from typing import Any
 
-import httpx
+import orjson
 from pydantic import BaseModel, Field
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 from arena.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
-from endpoints.client import Endpoint, EndpointConfig, EndpointError, is_refusal, parse_body, server_message
+from endpoints.client import (Endpoint, EndpointConfig, EndpointError, RejectedError, TransientEndpointError,
+                              parse_body, status_error)
+from endpoints.http import HTTPPool, HTTPTransportError
 from endpoints.redact import redact_text
 from arena.images import ImageError, decode_image
 from suites.ureason.loader import SETTINGS, extract_refined_prompt
 from arena.tool import Tool, ToolContext, ToolError, ToolOptions, ToolResult, register_tool
 from arena.trajectory import Usage
-
-
-class ImagesError(RuntimeError):
-    """A failed request to the images endpoint; `transient`: worth sending again (connection error, timeout,
-    408/409/429 or 5xx), else a refusal that sending again cannot change."""
-
-    def __init__(self, message: str, transient: bool):
-        super().__init__(message)
-        self.transient = transient
-
-
-def images_transient(exc: BaseException) -> bool:
-    return isinstance(exc, ImagesError) and exc.transient
 
 
 class GenerateImageArgs(BaseModel):
@@ -85,38 +74,43 @@ class GenerateImageTool(Tool):
 
     def __init__(self, options=None):
         super().__init__(options)
-        self._client: httpx.AsyncClient | None = None
+        self._pool: HTTPPool | None = None
 
     def _setting(self, name: str, default: Any = None) -> Any:
         return getattr(self.options, name, default)
 
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            if not self._setting("images_base_url"):
+    def pool(self) -> HTTPPool:
+        """Keep-alive connections to `{images_base_url}/images/generations`, made on first use (the key read then)."""
+        if self._pool is None:
+            base_url = self._setting("images_base_url")
+            if not base_url:
                 raise ToolError("generate_image is not configured: set the tool option images_base_url")
-            self._client = httpx.AsyncClient(timeout=float(self._setting("images_timeout", 300.0)))
-        return self._client
+            key = os.environ.get(self._setting("images_api_key_env") or "OPENAI_API_KEY") or "EMPTY"
+            try:
+                self._pool = HTTPPool(str(base_url).rstrip("/") + "/images/generations",
+                                      {"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+                                      timeout=float(self._setting("images_timeout", 300.0)), max_connections=8)
+            except ValueError as exc:  # not an http(s) URL, or an unsupported proxy
+                raise ToolError(redact_text(f"generate_image: {exc}")) from None
+        return self._pool
 
-    async def _post(self, client: httpx.AsyncClient, body: dict[str, Any]) -> Any:
-        """The JSON answer of one POST to `/images/generations`; `ImagesError` for anything else."""
-        url = str(self._setting("images_base_url")).rstrip("/") + "/images/generations"
-        key = os.environ.get(self._setting("images_api_key_env") or "OPENAI_API_KEY") or "EMPTY"
+    @staticmethod
+    async def _post(pool: HTTPPool, body: dict[str, Any]) -> Any:
+        """The JSON answer of one POST; TransientEndpointError (connection, timeout, 408/409/429/5xx) or
+        RejectedError for anything else, as for chat calls (`endpoints.client.status_error`)."""
         try:
-            response = await client.post(url, json=body, headers={"Authorization": f"Bearer {key}"})
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # transport errors (connection, timeout) are transient
-            raise ImagesError(redact_text(f"{type(exc).__name__}: {exc}"),
-                              transient=isinstance(exc, httpx.TransportError)) from None
-        if response.status_code != 200:
-            said, code = server_message(response.content, limit=300)
-            raise ImagesError(redact_text(f"HTTP {response.status_code}{f' ({code})' if code else ''}: {said}"),
-                              transient=not is_refusal(response.status_code, f"{code} {said}"))
+            response = await pool.post(orjson.dumps(body))
+        except HTTPTransportError as exc:
+            raise TransientEndpointError(str(exc)) from None
+        if response.status != 200:
+            raise status_error(response.status, response.body, response.headers, limit=300)
         try:
-            return parse_body(response.content)
+            return parse_body(response.body)
         except ValueError:
-            raise ImagesError("HTTP 200 with a body that is not JSON", transient=False) from None
+            raise RejectedError("HTTP 200 with a body that is not JSON", status=200) from None
 
     async def run(self, args: GenerateImageArgs, ctx: ToolContext) -> ToolResult:
-        client = self.client()
+        pool = self.pool()
         params: dict[str, Any] = {"model": self._setting("images_model") or "default", "prompt": args.prompt,
                                   "n": 1, "size": self._setting("images_size", "1024x1024")}
         response_format = self._setting("images_response_format", "b64_json")
@@ -125,11 +119,11 @@ class GenerateImageTool(Tool):
         try:
             async for attempt in AsyncRetrying(stop=stop_after_attempt(int(self._setting("images_max_retries", 3)) + 1),
                                                wait=wait_exponential_jitter(initial=1.0, max=30.0),
-                                               retry=retry_if_exception(images_transient), reraise=True):
+                                               retry=retry_if_exception_type(TransientEndpointError), reraise=True):
                 with attempt:
-                    result = await self._post(client, params)
-        except ImagesError as exc:
-            raise ToolError(f"the images endpoint failed: {exc}") from None
+                    result = await self._post(pool, params)
+        except EndpointError as exc:
+            raise ToolError(redact_text(f"the images endpoint failed: {exc}")) from None
         data = result.get("data") if isinstance(result, dict) else None
         item = data[0] if isinstance(data, list) and data else None
         if not isinstance(item, dict):
@@ -151,9 +145,9 @@ class GenerateImageTool(Tool):
                           data={"prompt_chars": len(args.prompt), "revised_prompt": item.get("revised_prompt")})
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
 
 
 PAINTER = {

@@ -30,6 +30,7 @@ from arena.blobs import BlobStore
 from arena.trajectory import Episode
 from endpoints import transcript
 
+from .allocator import keep_freed_memory
 from .config import EndpointLimit, RunConfig
 from .limits import EndpointGate
 from .store import RunStore
@@ -157,6 +158,7 @@ class EpisodeWorker:
     """A Ray actor that plays jobs of one run."""
 
     def __init__(self, config_json: str, run_id: str, gate: Any | None, learned: dict[str, dict[str, Any]]):
+        keep_freed_memory()
         config = RunConfig.model_validate_json(config_json)
         self.run_id = run_id
         self.bench = Workbench(config, gate=RemoteGate(gate, config.endpoint_limits) if gate is not None else None)

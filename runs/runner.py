@@ -29,6 +29,7 @@ from arena.verdict import Verdict
 from endpoints import transcript
 from judges.metrics import AUTO, judge_for, judge_for_task
 
+from .allocator import keep_freed_memory
 from .config import RunConfig, slug
 from .fork import fork_prefix
 from .judging import Judges
@@ -160,6 +161,7 @@ async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | N
     run continues where it lies), else `<out>/<run id>`. It is locked for the whole
     run (`runs.lock`): a second writer stops at once. With a live-web mode and no
     `tool_options.cassette`, the cassette is `<run dir>/cassettes.sqlite`."""
+    keep_freed_memory()
     config = config.model_copy(deep=True)
     bench = Workbench(config)
     try:

@@ -32,6 +32,7 @@ from typing import Any, AsyncIterator
 from arena.trajectory import Episode
 from endpoints import transcript
 
+from .allocator import keep_freed_memory
 from .config import RunConfig
 from .limits import EndpointGate
 from .ray_backend import apply_learned, play_recorded, prefix_blobs, receive, shipped_config
@@ -86,6 +87,7 @@ class DriverGate:
 def worker_main(config_json: str, run_id: str, jobs: Any, results: Any, worker: int,
                 learned: dict[str, dict[str, Any]]) -> None:
     """Entry point of a worker process; `learned`: the limits the run has learned so far, by agent id."""
+    keep_freed_memory()
     try:
         asyncio.run(_serve(config_json, run_id, jobs, results, worker, learned))
     except BaseException:

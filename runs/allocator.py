@@ -1,0 +1,49 @@
+"""The C allocator's settings for a process that plays episodes: freed megabytes are kept for reuse.
+
+A run moves images and request bodies of megabytes each (a 4K photo is ~15 MB of base64 in every request that
+shows it). glibc's malloc serves a block above its mmap threshold (128 kB at first, raised on the fly up to
+32 MiB) with a fresh memory mapping and gives it back at `free`, and hands the top of its heap back once more
+than twice that threshold is free. Every new buffer then starts as untouched pages that the kernel must fault in
+and zero one 4 kB page at a time: measured on the tests' 4K-photo workload (`bench/overhead.py --photo`), ~1,200
+page faults and ~5 ms of kernel time per round at concurrency 1, where the work itself is the same buffers over
+and over.
+
+`keep_freed_memory()` fixes the mmap threshold at glibc's largest (32 MiB) and lets up to `TRIM_THRESHOLD` of free
+heap stay with the process, so those buffers are reused (the run's peak memory is not raised: only what was
+freed is kept). It does nothing outside glibc, or when the user has set glibc's malloc through the environment
+(`MALLOC_*` variables or `GLIBC_TUNABLES`): their choice stands.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+
+M_TRIM_THRESHOLD = -1  # glibc's mallopt parameters (malloc.h)
+M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD = 32 << 20  # glibc's ceiling for it on 64-bit (HEAP_MAX_SIZE / 2); a larger value is refused
+TRIM_THRESHOLD = 512 << 20
+
+_done: list[bool] = []
+
+
+def keep_freed_memory() -> bool:
+    """Tune glibc's malloc for this process (once); True when the settings were taken."""
+    if _done:
+        return _done[0]
+    user_set = any(name.startswith("MALLOC_") for name in os.environ) or "malloc" in os.environ.get(
+        "GLIBC_TUNABLES", "")
+    taken = False
+    if sys.platform.startswith("linux") and not user_set:
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            mallopt = libc.mallopt
+        except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+            mallopt = None
+        if mallopt is not None:
+            taken = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD,
+                                                                                     TRIM_THRESHOLD))
+    _done.append(taken)
+    return taken

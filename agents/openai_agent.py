@@ -85,19 +85,28 @@ class OpenAIAgent(Agent):
         self._parts: weakref.WeakKeyDictionary[ContextImage, orjson.Fragment] = weakref.WeakKeyDictionary()
 
     async def _image_part(self, view: EpisodeView, index: int) -> orjson.Fragment:
-        """The image's serialised `image_url` part, computed once per episode (per ContextImage)."""
+        """The image's serialised `image_url` part, computed once per episode (per ContextImage) and shared by the
+        episodes that show the same image the same way while it stays cached (`transcript.shared_part`)."""
         image = view.images[index]
         part = self._parts.get(image)
+        if part is not None:
+            return part
+        as_file = bool(view.task.metadata.get("images_as_files")) and index < view.n_task_images and image.path
+        mime = (mimetypes.guess_type(image.path.name)[0] or "image/jpeg") if as_file and image.path else None
+        key = (image.blob_id, mime or self.sizes(view), self.image_detail)  # all that decides the part
+        part = transcript.shared_part(key)
         if part is None:
-            if view.task.metadata.get("images_as_files") and index < view.n_task_images and image.path is not None:
+            if as_file and image.path:
                 # a suite's published request (suites/*/protocol.py): the file's own bytes, the type by its name
                 data = await asyncio.to_thread(image.path.read_bytes)
-                mime = mimetypes.guess_type(image.path.name)[0] or "image/jpeg"
                 url = f"data:{mime};base64,{base64.b64encode(data).decode()}"
             else:
                 url = await image.data_url(*self.sizes(view))
             inner = {"url": url, "detail": self.image_detail} if self.image_detail else {"url": url}
-            part = self._parts[image] = transcript.serialised_part({"type": "image_url", "image_url": inner})
+            # (an episode that asked at the same moment may have made it meanwhile)
+            part = transcript.shared_part(key) or transcript.serialised_part({"type": "image_url", "image_url": inner},
+                                                                             key)
+        self._parts[image] = part
         return part
 
     def sizes(self, view: EpisodeView) -> tuple[int, int, int]:

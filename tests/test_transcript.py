@@ -331,6 +331,7 @@ def test_images_recorded_from_the_png_bytes_handed_over_are_what_decoding_the_ur
 
     def one_run(name: str) -> tuple[list[bytes], dict[str, bytes]]:
         monkeypatch.setattr(context_image, "DATA_URLS", context_image.LRU(256, 256 << 20, len))  # encoded again
+        monkeypatch.setattr(transcript_module, "_SHARED_PARTS", context_image.LRU(256))  # and serialised again
         with OpenAIStub(crop_agent(native=False)) as server:
             result = run(RunConfig(data=str(tiny_data), agent="openai", out=str(tmp_path / name), task_ids=["q2"],
                                    max_rounds=[4], agent_options={"model": "qwen", "base_url": server.base_url}))
@@ -365,6 +366,7 @@ def test_a_run_without_transcript_hands_no_png_over_and_a_recording_run_after_it
     monkeypatch.setattr(transcript_module, "SENT_PNGS", handed)
     for recording in (False, True):
         monkeypatch.setattr(context_image, "DATA_URLS", context_image.LRU(256, 256 << 20, len))  # encoded again
+        monkeypatch.setattr(transcript_module, "_SHARED_PARTS", context_image.LRU(256))  # and serialised again
         with OpenAIStub(crop_agent(native=False)) as server:
             out = CliRunner().invoke(app, ["run", "--data", str(tiny_data), "--agent", "openai", "--model", "qwen",
                                            "--base-url", server.base_url, "--task", "q2", "--max-rounds", "4",
@@ -399,3 +401,58 @@ def test_messages_with_pre_serialised_parts_read_back_as_their_json():
         assert _plain(value) == orjson.loads(orjson.dumps(value))
     assert list(_plain(message)) == ["role", "content", "name"]
     assert all(got is part for got, part in zip(_plain(known)["content"], parts))  # given back, not read back
+
+
+def test_image_parts_joined_as_text_are_the_json_orjson_would_write():
+    """`serialised_part` joins a base64 image part around its URL instead of running orjson over megabytes; the
+    bytes are orjson's whenever it takes that way, and anything it cannot vouch for goes through orjson."""
+    import orjson
+
+    from endpoints.transcript import serialised_part
+
+    b64 = base64.b64encode(bytes(range(256)) * 3).decode()
+    safe = [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}"}},
+            {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{b64}", "detail": "high"}},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}", "detail": 'a"\\\né'}}]
+    unsafe = [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64[:40]}\n{b64[40:]}"}},
+              {"type": "image_url", "image_url": {"url": f'data:image/png;base64,{b64}"'}},
+              {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}\\"}},
+              {"type": "image_url", "image_url": {"url": f"data:image/png;base64,é{b64}"}},
+              {"type": "image_url", "image_url": {"url": f'data:image/png";base64,{b64}'}},
+              {"type": "image_url", "image_url": {"url": "https://example.org/a.png"}},
+              {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}", "extra": 1}},
+              {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}"}, "cache_control": {}}]
+    for part in safe + unsafe:
+        assert orjson.dumps(serialised_part(part)) == orjson.dumps(part), part
+        assert orjson.loads(orjson.dumps([serialised_part(part)])) == [part]
+
+
+def test_episodes_showing_one_image_share_one_serialised_part(tiny_data, tmp_path, monkeypatch):
+    """Two tasks with the same task image: its part is serialised once for both episodes (and once for a second
+    run in the process); the requests are byte for byte those of a run that serialises it per episode."""
+    import endpoints.transcript as transcript_module
+    from arena import context_image
+
+    made: list[int] = []
+    real = transcript_module.serialised_part
+
+    def counting(part, key=None):
+        made.append(len(part["image_url"]["url"]) if part.get("type") == "image_url" else 0)
+        return real(part, key)
+    monkeypatch.setattr(transcript_module, "serialised_part", counting)
+
+    def one_run(name: str) -> list[bytes]:
+        with OpenAIStub(crop_agent(native=False)) as server:
+            result = run(RunConfig(data=str(tiny_data), agent="openai", out=str(tmp_path / name),
+                                   task_ids=["q1", "q2"], max_rounds=[4],
+                                   agent_options={"model": "qwen", "base_url": server.base_url}))
+            assert len(result.episodes) == 2 and all(e.totals.rounds >= 2 for e in result.episodes)
+            return sorted(body for body, status, _ in server.exchanges)  # (the two episodes play at once)
+
+    monkeypatch.setattr(transcript_module, "_SHARED_PARTS", context_image.LRU(256))
+    shared = one_run("shared")
+    task_parts = made.count(max(made))
+    assert task_parts == 1  # the task image (the largest part), made for the first episode only
+    assert one_run("again") == shared and made.count(max(made)) == 1  # the second run reuses it too
+    monkeypatch.setattr(transcript_module, "shared_part", lambda key: None)
+    assert one_run("per-episode") == shared and made.count(max(made)) == 3

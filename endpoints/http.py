@@ -53,6 +53,7 @@ class HTTPResponse:
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _END_OF_HEAD = b"\r\n\r\n"
+SLICE = 1 << 20  # bodies at least this large are written a slice at a time (`_Connection._send`)
 
 
 class _Connection(asyncio.Protocol):
@@ -72,10 +73,22 @@ class _Connection(asyncio.Protocol):
         self._last = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._head_only = False
+        self._sending = False  # a body is still being written
+        self._drained: asyncio.Future[None] | None = None  # set once the transport's buffer is empty again
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        self.transport.set_write_buffer_limits(high=0)  # paused while anything is left unsent (`_send`)
+
+    def pause_writing(self) -> None:
+        if self._drained is None or self._drained.done():
+            self._drained = self.loop.create_future()
+
+    def resume_writing(self) -> None:
+        self._last = self.loop.time()  # the server is reading: not silent
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
 
     def data_received(self, data: bytes) -> None:
         if self._waiter is None or self._waiter.done():
@@ -95,6 +108,7 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._cancel_timer()
+        self.resume_writing()
         waiter = self._waiter
         if waiter is None or waiter.done():
             return
@@ -119,16 +133,32 @@ class _Connection(asyncio.Protocol):
         self._waiter = self.loop.create_future()
         self._last = self.loop.time()
         self._timer = self.loop.call_at(self._last + self.timeout, self._check_timeout)
-        if len(body) < 65536:
-            self.transport.write(head + body)
-        else:
-            self.transport.write(head)
-            self.transport.write(body)
         try:
+            if len(body) < SLICE:
+                self.transport.write(head + body)
+            else:
+                self.transport.write(head)
+                await self._send(memoryview(body))
             return await self._waiter
         finally:
             self._cancel_timer()
             self._waiter = None
+
+    async def _send(self, body: memoryview) -> None:
+        """Write `body` a slice at a time, each once the one before has gone to the kernel: the transport copies
+        only what the socket did not take at once (<= a slice), not the megabytes of an image request twice over
+        (asyncio's transport slices and buffers the rest of a large write). Stops early when the server answered
+        or the connection ended (the response or the error is the waiter's)."""
+        self._sending = True
+        try:
+            for start in range(0, len(body), SLICE):
+                if self.closed or self._waiter is None or self._waiter.done():
+                    return
+                self.transport.write(body[start:start + SLICE])  # type: ignore[union-attr]
+                if self._drained is not None and not self._drained.done():
+                    await self._drained
+        finally:
+            self._sending = False
 
     def close(self) -> None:
         self.closed = True
@@ -170,10 +200,10 @@ class _Connection(asyncio.Protocol):
                     body = zlib.decompress(body, -15)  # raw deflate, as some servers send it
                 except zlib.error as exc:
                     raise HTTPTransportError(f"DecodingError: a {encoding} body that does not decompress: {exc}")
-        if not keep_alive or (self.transport is not None and self.transport.get_write_buffer_size()):
-            self.closed = True  # (an answer before the whole request was sent, e.g. a 413: the rest must not follow)
-            if self.transport is not None:
-                self.transport.close()
+        if self._sending or (self.transport is not None and self.transport.get_write_buffer_size()):
+            self._abort()  # an answer before the whole request was sent (e.g. a 413): the rest must not follow
+        elif not keep_alive:
+            self.close()
         self.answered_before = True
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(HTTPResponse(status, headers, body))
@@ -441,7 +471,7 @@ class HTTPPool:
             connection.close()
             raise exc if isinstance(exc, HTTPTransportError) else \
                 HTTPTransportError(f"ConnectError: TLS to {self.origin.host} through {where}: {exc}") from None
-        connection.transport = transport  # type: ignore[assignment]
+        connection.connection_made(transport)  # the TLS transport inside the tunnel, set up as a new one
 
     def _proxy_auth(self) -> str:
         user = urllib.parse.unquote(self.proxy.username or "")  # type: ignore[union-attr]

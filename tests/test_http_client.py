@@ -399,7 +399,7 @@ def test_an_answer_before_the_whole_body_was_sent_retires_the_connection() -> No
         second, _ = sock.accept()
         seen.append(read_request(second, bytearray()) or b"")
         second.sendall(ok())
-        time.sleep(0.5)
+        time.sleep(30)  # `first` stays open, unread: the client must not wait for it
         first.close()
         second.close()
     threading.Thread(target=serve, daemon=True).start()
@@ -410,5 +410,26 @@ def test_an_answer_before_the_whole_body_was_sent_retires_the_connection() -> No
         big = await pool.post(b"x" * (8 << 20))
         small = await pool.post(b'{"small": true}')
         return [big.status, small.status]
-    assert asyncio.run(main()) == [413, 200]
+    assert asyncio.run(asyncio.wait_for(main(), 10)) == [413, 200]
     assert seen[0].endswith(b'\r\n\r\n{"small": true}') and seen[0].startswith(b"POST ")
+
+
+def test_a_large_body_reaches_a_slow_reader_whole_and_in_order() -> None:
+    # several slices (`endpoints.http.SLICE`) written as the server drains a small receive buffer; twice on one
+    # connection, so the second request starts exactly where the first body ended
+    body = bytes(range(256)) * (12 << 12)  # 12 MiB
+
+    def slow(number: int, index: int, request: bytes) -> bytes:
+        return ok()
+
+    class SlowServer(RawServer):
+        def serve(self, conn: socket.socket, number: int) -> None:
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+            super().serve(conn, number)
+    server = SlowServer(slow)
+    try:
+        assert [r.status for r in post(server.url, body, times=2)] == [200, 200]
+    finally:
+        server.close()
+    assert server.connections == 1 and len(server.requests) == 2
+    assert all(r.endswith(b"\r\n\r\n" + body) for r in server.requests)

@@ -196,7 +196,7 @@ class Endpoint:
         cfg = self.config
         messages, tools = transcript.resent(messages, tools)
         params = self.params(messages, tools, **overrides)
-        body = orjson.dumps(params)
+        body = transcript.body_pieces(params)
         attempts = 0
         try:
             while True:
@@ -233,7 +233,7 @@ class Endpoint:
                         max_connections=max(self.config.pool_size, self.config.max_parallel or 0),
                         ssl_context=_ssl_context() if self._url.startswith("https:") else None)
 
-    async def _post(self, body: bytes) -> tuple[ChatResponse, Any]:
+    async def _post(self, body: list[bytes]) -> tuple[ChatResponse, Any]:
         """One attempt: the completion and its parsed body, or an EndpointError carrying the server's body."""
         self._pool = self._pool or self._connections()
         try:

@@ -5,7 +5,8 @@ Why not httpx: at 64-way, httpx + httpcore + anyio took ~60 % of the harness's C
 socket. A model endpoint needs much less: POST a JSON body, read one response. This module does only that.
 
 Contract of `HTTPPool.post(body)`:
-- the body goes out as given, with `Host`, `Content-Length` and the pool's headers; the response is read whole
+- the body (bytes, or a list of pieces sent one after the other without being joined) goes out as given, with
+  `Host`, `Content-Length` and the pool's headers; the response is read whole
   (`Content-Length`, `Transfer-Encoding: chunked`, or until the server closes) and decoded if the server
   compressed it anyway (`gzip`/`deflate`; we ask for `identity`);
 - connections are kept alive and reused (most recently used first) unless the server answers `Connection: close`
@@ -124,8 +125,8 @@ class _Connection(asyncio.Protocol):
                                           unanswered=not self._got_bytes))
 
     # requests
-    async def request(self, head: bytes, body: bytes, head_only: bool = False) -> HTTPResponse:
-        """Send `head` + `body` and return the response (`head_only`: a CONNECT answer, no body expected)."""
+    async def request(self, head: bytes, body: list[bytes], head_only: bool = False) -> HTTPResponse:
+        """Send `head` and the `body` pieces; return the response (`head_only`: a CONNECT answer, no body)."""
         assert self.transport is not None and not self.closed
         self._buffer.clear()
         self._head, self._length, self._chunks, self._got_bytes = None, None, [], False
@@ -134,11 +135,12 @@ class _Connection(asyncio.Protocol):
         self._last = self.loop.time()
         self._timer = self.loop.call_at(self._last + self.timeout, self._check_timeout)
         try:
-            if len(body) < SLICE:
-                self.transport.write(head + body)
+            if len(body) == 1 and len(body[0]) < SLICE:
+                self.transport.write(head + body[0])
             else:
                 self.transport.write(head)
-                await self._send(memoryview(body))
+                for piece in body:
+                    await self._send(memoryview(piece))
             return await self._waiter
         finally:
             self._cancel_timer()
@@ -348,11 +350,12 @@ class HTTPPool:
         self._waiters: collections.deque[asyncio.Future[_Connection | None]] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    async def post(self, body: bytes) -> HTTPResponse:
+    async def post(self, body: bytes | list[bytes]) -> HTTPResponse:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # connections belong to the loop that opened them
             self._loop, self._idle, self._open, self._waiters = loop, [], 0, collections.deque()
-        head = f"{self._head}Content-Length: {len(body)}\r\n\r\n".encode("latin-1")
+        body = [body] if isinstance(body, bytes) else body
+        head = f"{self._head}Content-Length: {sum(len(piece) for piece in body)}\r\n\r\n".encode("latin-1")
         connection = await self._acquire()
         reused = connection.answered_before
         try:
@@ -363,7 +366,7 @@ class HTTPPool:
         # the keep-alive race (the server closed an idle connection as we reused it): once more, on a new one
         return await self._exchange(await self._acquire(fresh=True), head, body)
 
-    async def _exchange(self, connection: _Connection, head: bytes, body: bytes) -> HTTPResponse:
+    async def _exchange(self, connection: _Connection, head: bytes, body: list[bytes]) -> HTTPResponse:
         try:
             response = await connection.request(head, body)
         except HTTPTransportError:
@@ -461,7 +464,7 @@ class HTTPPool:
         auth = f"Proxy-Authorization: {self._proxy_auth()}\r\n" if self.proxy.username is not None else ""  # type: ignore[union-attr]
         head = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n{auth}\r\n".encode("latin-1")
         try:
-            answer = await connection.request(head, b"", head_only=True)
+            answer = await connection.request(head, [b""], head_only=True)
             if answer.status != 200:
                 raise HTTPTransportError(f"ProxyError: {where} answered CONNECT {authority} with HTTP {answer.status}")
             connection.answered_before = False

@@ -291,14 +291,15 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
 _IMAGE_PART = b'{"type":"image_url","image_url":{"url":"data:'
 
 
-# pre-serialised parts made by `serialised_part`, by id: (the Fragment, the value it was made from, its size)
-_PARTS: LRU[int, tuple[orjson.Fragment, Any, int]] = LRU(256, 128 << 20, lambda entry: entry[2])
+# pre-serialised parts made by `serialised_part`, by id: (the Fragment, the value it was made from, its bytes)
+_PARTS: LRU[int, tuple[orjson.Fragment, Any, bytes]] = LRU(256, 128 << 20, lambda entry: len(entry[2]))
 # the same, by the key their callers gave (`serialised_part`)
-_SHARED_PARTS: LRU[Hashable, tuple[orjson.Fragment, Any, int]] = LRU(256, 256 << 20, lambda entry: entry[2])
+_SHARED_PARTS: LRU[Hashable, tuple[orjson.Fragment, Any, bytes]] = LRU(256, 256 << 20, lambda entry: len(entry[2]))
+PIECE = 1 << 16  # a known part at least this large is sent as its own bytes (`body_pieces`)
 
 
 _BASE64_DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,")
-_TO_ESCAPE = '"\\\n\r'  # what could stray into a base64 payload and would need escaping (line breaks: MIME base64)
+_TO_ESCAPE = '"\\\n\r\t\0'  # what could stray into a payload and would need escaping (line breaks: MIME base64)
 
 
 def serialised_part(part: Any, key: Hashable | None = None) -> orjson.Fragment:
@@ -308,25 +309,24 @@ def serialised_part(part: Any, key: Hashable | None = None) -> orjson.Fragment:
     again while it stays cached, so the episodes showing one image share one copy of its megabytes.
 
     An image part `{"type": "image_url", "image_url": {"url": URL}}` (and an optional `"detail"` after the URL)
-    whose URL is a base64 `data:` URL with nothing to escape is joined as text around its URL: the same JSON as
+    whose URL is a base64 `data:` URL with nothing to escape is joined as bytes around its URL: the same JSON as
     orjson's, without orjson's reservation for the worst-case escaping of every character (nine times the URL's
     length, a fresh memory mapping whose pages the kernel must hand over one by one: ~3,600 page faults for a
-    4K photo). A base64 payload holds no control character by construction; quotes, backslashes and line breaks
-    are checked."""
+    4K photo). The caller vouches that such a payload is base64 as `base64.b64encode` writes it (no control
+    character); quotes, backslashes, line breaks, tabs and NUL bytes are checked all the same."""
     inner = part.get("image_url") if isinstance(part, dict) and part.get("type") == "image_url" and len(part) == 2 \
         else None
     url = inner.get("url") if isinstance(inner, dict) and set(inner) <= {"url", "detail"} else None
     safe = isinstance(url, str) and url.isascii() and _BASE64_DATA_URL.match(url)
     if safe and not any(c in url for c in _TO_ESCAPE):
-        detail = f',"detail":{orjson.dumps(inner["detail"]).decode()}' if "detail" in inner else ""
-        text = f'{{"type":"image_url","image_url":{{"url":"{url}"{detail}}}}}'
-        fragment, size = orjson.Fragment(text), len(text)
+        detail = b',"detail":' + orjson.dumps(inner["detail"]) if "detail" in inner else b""
+        data = b"".join((b'{"type":"image_url","image_url":{"url":"', url.encode("ascii"), b'"', detail, b"}}"))
     else:
         data = orjson.dumps(part)
-        fragment, size = orjson.Fragment(data), len(data)
-    _PARTS.put(id(fragment), (fragment, part, size))
+    fragment = orjson.Fragment(data)
+    _PARTS.put(id(fragment), (fragment, part, data))
     if key is not None:
-        _SHARED_PARTS.put(key, (fragment, part, size))
+        _SHARED_PARTS.put(key, (fragment, part, data))
     return fragment
 
 
@@ -335,8 +335,35 @@ def shared_part(key: Hashable) -> orjson.Fragment | None:
     shared = _SHARED_PARTS.get(key)
     if shared is None:
         return None
-    _PARTS.put(id(shared[0]), shared)  # the recorder takes its value back again
+    _PARTS.put(id(shared[0]), shared)  # the recorder takes its value back again (and `body_pieces` its bytes)
     return shared[0]
+
+
+def body_pieces(params: dict[str, Any]) -> list[bytes]:
+    """The JSON body of `params` (`orjson.dumps(params)`, byte for byte once joined) as pieces: the large parts made
+    by `serialised_part` inside messages' contents go as their own bytes, between the JSON around them, so a request
+    showing a 15 MB photo is not copied into a 15 MB body of its own (and its memory found) at every round."""
+    pieces: list[bytes] = []
+    messages = []
+    for message in params.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(isinstance(p, orjson.Fragment) for p in content):
+            marked = []
+            for part in content:
+                entry = _PARTS.get(id(part)) if isinstance(part, orjson.Fragment) else None
+                if entry is not None and entry[0] is part and len(entry[2]) >= PIECE:
+                    pieces.append(entry[2])
+                    part = _MARK  # a NUL byte: never in orjson's output, the place of the piece
+                marked.append(part)
+            message = {**message, "content": marked}
+        messages.append(message)
+    around = orjson.dumps({**params, "messages": messages}).split(b"\0") if pieces else []
+    if len(around) != len(pieces) + 1:  # no piece, or a NUL byte in a part that claimed to be JSON: all in one
+        return [orjson.dumps(params)]
+    return [piece for pair in zip(around, [*pieces, b""]) for piece in pair if piece]
+
+
+_MARK = orjson.Fragment(b"\0")
 
 
 def _image_part(part: orjson.Fragment) -> dict[str, Any] | None:

@@ -433,3 +433,15 @@ def test_a_large_body_reaches_a_slow_reader_whole_and_in_order() -> None:
         server.close()
     assert server.connections == 1 and len(server.requests) == 2
     assert all(r.endswith(b"\r\n\r\n" + body) for r in server.requests)
+
+
+def test_a_body_in_pieces_goes_out_joined_with_its_whole_length() -> None:
+    pieces = [b'{"a":', b"x" * (3 << 20), b"", b',"b":', b"y" * 100, b"}"]  # empty pieces included
+    server = RawServer(lambda number, index, request: ok())
+    try:
+        assert [r.status for r in post(server.url, pieces, times=2)] == [200, 200]  # type: ignore[arg-type]
+    finally:
+        server.close()
+    joined = b"".join(pieces)
+    assert all(r.endswith(b"\r\n\r\n" + joined) and f"Content-Length: {len(joined)}\r\n".encode() in r
+               for r in server.requests) and server.connections == 1

@@ -403,7 +403,7 @@ def test_messages_with_pre_serialised_parts_read_back_as_their_json():
     assert all(got is part for got, part in zip(_plain(known)["content"], parts))  # given back, not read back
 
 
-def test_image_parts_joined_as_text_are_the_json_orjson_would_write():
+def test_image_parts_joined_around_their_url_are_the_json_orjson_would_write():
     """`serialised_part` joins a base64 image part around its URL instead of running orjson over megabytes; the
     bytes are orjson's whenever it takes that way, and anything it cannot vouch for goes through orjson."""
     import orjson
@@ -416,6 +416,8 @@ def test_image_parts_joined_as_text_are_the_json_orjson_would_write():
             {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}", "detail": 'a"\\\né'}}]
     unsafe = [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64[:40]}\n{b64[40:]}"}},
               {"type": "image_url", "image_url": {"url": f'data:image/png;base64,{b64}"'}},
+              {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}\0"}},
+              {"type": "image_url", "image_url": {"url": f"data:image/png;base64,\t{b64}"}},
               {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}\\"}},
               {"type": "image_url", "image_url": {"url": f"data:image/png;base64,é{b64}"}},
               {"type": "image_url", "image_url": {"url": f'data:image/png";base64,{b64}'}},
@@ -456,3 +458,37 @@ def test_episodes_showing_one_image_share_one_serialised_part(tiny_data, tmp_pat
     assert one_run("again") == shared and made.count(max(made)) == 1  # the second run reuses it too
     monkeypatch.setattr(transcript_module, "shared_part", lambda key: None)
     assert one_run("per-episode") == shared and made.count(max(made)) == 3
+
+
+def test_request_bodies_in_pieces_join_to_the_json_of_the_request():
+    """`body_pieces`: large parts made by `serialised_part` go out as their own bytes (the same objects, not
+    copied), the JSON around them in between; joined, the pieces are `orjson.dumps(params)` byte for byte."""
+    import orjson
+
+    from endpoints.transcript import PIECE, body_pieces, serialised_part
+
+    big = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * (PIECE // 128)).decode()
+    small = "data:image/png;base64," + base64.b64encode(b"tiny").decode()
+    known = [serialised_part({"type": "image_url", "image_url": {"url": u}}) for u in (big, small, big + "QQ==")]
+    stranger = orjson.Fragment(orjson.dumps({"type": "image_url", "image_url": {"url": big}}))  # not ours
+    params = {"model": "m", "messages": [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": [known[0], {"type": "text", "text": "what is this? \u00e9\u0000"}, known[1]]},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+                                                               "function": {"name": "zoom", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "zoomed"},
+        {"role": "user", "content": [stranger, known[2], known[0]]}], "max_tokens": 5}
+    pieces = body_pieces(params)
+    assert b"".join(pieces) == orjson.dumps(params)
+    large = [piece for piece in pieces if len(piece) >= PIECE]
+    # the three known large parts, and the JSON around them that holds the stranger (serialised inline)
+    assert len(large) == 4 and all(isinstance(piece, bytes) for piece in pieces) and stranger not in pieces
+    assert large[0] is large[3]  # the one photo shown twice: one object, sent twice
+    assert body_pieces({"model": "m", "messages": [{"role": "user", "content": "hi"}]}) == [
+        orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})]
+    # a NUL byte in the JSON around the pieces (a Fragment made elsewhere) cannot be cut around: one piece
+    odd = orjson.Fragment(b'{"type":"text","text":"\0"}')
+    with_nul = {"model": "m", "messages": [{"role": "user", "content": [known[0], odd]}]}
+    assert body_pieces(with_nul) == [orjson.dumps(with_nul)]
+    assert orjson.dumps(serialised_part({"type": "image_url", "image_url": {"url": small + "\0"}})).endswith(
+        b'\\u0000"}}')  # no raw NUL from `serialised_part` (escaped by orjson)

@@ -28,6 +28,8 @@ from arena.blobs import BlobStore
 from arena.jsonl import append_line
 from endpoints import transcript
 
+from .file_digests import put_task_file
+
 T = TypeVar("T")
 
 
@@ -146,7 +148,8 @@ class WriterBlobStore(BlobStore):
     """A run's blob store whose writes go through the run writer: `put` returns the id at once (the write is
     queued, atomic as ever), reads see blobs still waiting to be written. With `wait`, `put` returns once the blob
     is on disk (for callers off the event loop that may read it by path, as episodes do from asyncio's threads).
-    `put_file` always waits: the file is hashed once per process (`BlobStore.put_file`) and copied by the kernel."""
+    `put_file` always waits: the file is copied by the kernel, and hashed only if its digest is not remembered from
+    an earlier run over it (`runs.file_digests`)."""
 
     def __init__(self, root: str | Path, writer: RunWriter, wait: bool = False):
         super().__init__(root)
@@ -167,7 +170,7 @@ class WriterBlobStore(BlobStore):
         return blob_id
 
     def put_file(self, path: str | Path) -> str:
-        return self.writer.submit(super().put_file, path).result()
+        return self.writer.submit(put_task_file, self, path).result()
 
     def _write(self, blob_id: str, data: bytes) -> None:
         try:

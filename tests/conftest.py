@@ -1,3 +1,5 @@
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -6,6 +8,9 @@ from runs.plugins import load_plugins
 from tests.support.tiny_dataset import write_tiny_dataset
 
 load_plugins()
+# the digests of task files that runs remember (`runs.file_digests`) go to a directory of this session, not to the
+# user's ~/.cache (the CLI's subprocesses inherit it)
+os.environ.setdefault("ARENA_CACHE_DIR", tempfile.mkdtemp(prefix="arena-test-cache-"))
 
 
 @pytest.fixture

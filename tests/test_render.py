@@ -110,3 +110,31 @@ def test_bad_arguments_are_invalid_calls_and_empty_svg_is_an_error():
 
     with pytest.raises(ToolError, match="no visible size"):
         asyncio.run(empty())
+
+
+def test_a_page_caught_navigating_as_it_is_captured_is_captured_again_then_an_error(monkeypatch):
+    # (a meta refresh can start a navigation while Chromium takes the screenshot: "Unable to capture screenshot")
+    from playwright.async_api import Error as PlaywrightError
+
+    real = RenderTool._capture
+    failures: list[int] = []
+
+    async def flaky(self, page, kind, args, timeout):
+        if len(failures) < self.failing:
+            failures.append(1)
+            raise PlaywrightError("Protocol error (Page.captureScreenshot): Unable to capture screenshot")
+        return await real(self, page, kind, args, timeout)
+    monkeypatch.setattr(RenderTool, "_capture", flaky)
+
+    async def scenario(failing: int):
+        tool = RenderTool(ToolOptions())
+        tool.failing = failing  # type: ignore[attr-defined]
+        try:
+            return await _render(tool, {"html": "<p>Hi there</p>"})
+        finally:
+            await tool.aclose()
+
+    assert asyncio.run(scenario(1)).images[0].size == (512, 512) and len(failures) == 1
+    failures.clear()
+    with pytest.raises(ToolError, match="could not be captured: Error: Protocol error"):
+        asyncio.run(scenario(2))

@@ -152,8 +152,17 @@ class RenderTool(Tool):
                     await page.set_content(page_html, timeout=timeout, wait_until="load")
                 except Exception as exc:
                     raise ToolError(f"the page did not load: {type(exc).__name__}: {str(exc)[:200]}") from None
-                png = await self._capture(page, kind, args, timeout)
-                elements = await page.evaluate(_STRUCTURE_JS, MAX_ELEMENTS)
+                for attempt in (1, 2):  # a page that navigates itself (a meta refresh) can be caught mid-way
+                    try:
+                        png = await self._capture(page, kind, args, timeout)
+                        elements = await page.evaluate(_STRUCTURE_JS, MAX_ELEMENTS)
+                        break
+                    except ToolError:
+                        raise
+                    except Exception as exc:
+                        if attempt == 2:
+                            raise ToolError(f"the page could not be captured: {type(exc).__name__}: "
+                                            f"{str(exc)[:200]}") from None
                 healthy = True
             finally:
                 await self._release(held, healthy)

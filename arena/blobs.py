@@ -13,8 +13,6 @@ from PIL import Image
 from .context_image import png_of
 from .images import decode_image
 
-_FILE_IDS: dict[tuple, str] = {}  # (path, inode, size, mtime) -> blob id, of files stored by this process
-
 
 class BlobStore:
     """Stores bytes once under `blobs/sha256/<2>/<rest>.<ext>`; ids look like `sha256:<hex>.png`.
@@ -62,12 +60,10 @@ class BlobStore:
         return self.put(png_of(image), "png")
 
     def put_file(self, path: str | Path) -> str:
-        """Store a file (hashed as copied); not copied again while its path, inode, size and mtime hold."""
-        path, st = Path(path), os.stat(path)
-        key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
-        if key not in _FILE_IDS or not self.path(_FILE_IDS[key]).exists():
-            _FILE_IDS[key] = self.write(None, path, path.suffix.lstrip(".").lower() or "bin")
-        return _FILE_IDS[key]
+        """Store a file, named by the hash of the copy made. (A run's store remembers files' digests across uses and
+        runs: `runs.file_digests`.)"""
+        path = Path(path)
+        return self.write(None, path, path.suffix.lstrip(".").lower() or "bin")
 
     def get(self, blob_id: str) -> bytes:
         return self.path(blob_id).read_bytes()

@@ -9,6 +9,11 @@ signature is checked again after the copy, so a file changed meanwhile is never 
 name (it is then copied and hashed as before). The ctime cannot be set back by any program, so a rewrite that
 kept the size and forged the mtime still shows.
 
+A digest is remembered only for a file last changed at least `RACY_NS` (2 s) before it was hashed, as git does
+with its racily clean entries: file times come from a coarse clock (a kernel tick, a second or two on some file
+systems), so a file rewritten at the same size within one tick of being hashed would keep its whole signature. A
+file that young (or dated in the future) is copied and hashed at every use until it has settled.
+
 The digests live in an SQLite file, `$ARENA_CACHE_DIR/file-digests.sqlite` (default
 `$XDG_CACHE_HOME/arena`, else `~/.cache/arena`); `ARENA_CACHE_DIR=off` keeps them in this process only. A cache
 that cannot be opened or written (a read-only home) is used as far as it goes and never fails a run.
@@ -23,16 +28,23 @@ import sqlite3
 import tempfile
 import threading
 from pathlib import Path
+from time import time_ns
 
 from arena.blobs import BlobStore
 
 logger = logging.getLogger(__name__)
 Signature = tuple[int, int, int, int, int]  # device, inode, size, mtime_ns, ctime_ns
+RACY_NS = 2_000_000_000  # a file changed more recently than this may change again unseen (see above)
 
 
 def signature(path: str | Path) -> Signature:
     st = os.stat(path)
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def settled(sig: Signature) -> bool:
+    """True when the file's last change (mtime or ctime) lies at least `RACY_NS` in the past."""
+    return time_ns() - max(sig[3], sig[4]) >= RACY_NS  # (a time in the future never is)
 
 
 def cache_dir() -> Path | None:
@@ -100,7 +112,8 @@ def digests() -> FileDigests:
 
 def put_task_file(blobs: BlobStore, path: str | Path) -> str:
     """Store the file `path` in `blobs` and return its blob id: copied under its remembered digest while its
-    signature holds before and after the copy, else copied and hashed (`BlobStore.write`) and remembered."""
+    signature holds before and after the copy, else copied and hashed (`BlobStore.write`) and remembered if the
+    file has settled (`settled`)."""
     where = str(Path(path).resolve())
     before = signature(where)
     ext = Path(where).suffix.lstrip(".").lower() or "bin"
@@ -122,6 +135,6 @@ def put_task_file(blobs: BlobStore, path: str | Path) -> str:
             Path(tmp).unlink(missing_ok=True)
     blob_id = blobs.write(None, Path(where), ext)
     after = signature(where)
-    if after == before:  # (else the file changed while it was copied: its digest is not remembered)
+    if after == before and settled(after):  # (else it changed while copied, or may change again unseen)
         cache.put(where, after, blob_id)
     return blob_id

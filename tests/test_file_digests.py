@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,12 @@ def cache(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("ARENA_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(file_digests, "_DIGESTS", {})
     return tmp_path / "cache"
+
+
+@pytest.fixture
+def later(monkeypatch) -> None:
+    """The clock moved 10 s on: files written by the test count as settled (`file_digests.settled`)."""
+    monkeypatch.setattr(file_digests, "time_ns", lambda: time.time_ns() + 10_000_000_000)
 
 
 @pytest.fixture
@@ -42,7 +49,7 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_a_second_process_copies_without_hashing_and_a_changed_file_is_hashed_again(cache, hashed, tmp_path,
+def test_a_second_process_copies_without_hashing_and_a_changed_file_is_hashed_again(cache, hashed, later, tmp_path,
                                                                                     monkeypatch):
     photo = tmp_path / "photo.png"
     photo.write_bytes(os.urandom(300_000))
@@ -54,14 +61,16 @@ def test_a_second_process_copies_without_hashing_and_a_changed_file_is_hashed_ag
     assert file_digests.put_task_file(run2, photo) == first and hashed == ["photo.png"]
     assert run2.get(first) == photo.read_bytes()
     assert file_digests.put_task_file(run2, photo) == first  # already there: nothing copied
-    photo.write_bytes(os.urandom(300_000))  # same size, new bytes (and a new ctime)
+    photo.write_bytes(os.urandom(300_000))  # same size, new bytes; a new mtime even within the same clock tick
+    os.utime(photo, ns=(photo.stat().st_atime_ns, photo.stat().st_mtime_ns + 1_000_000))
     run3 = BlobStore(tmp_path / "run3")
     changed = file_digests.put_task_file(run3, photo)
     assert changed == f"sha256:{sha(photo)}.png" != first and hashed == ["photo.png", "photo.png"]
     assert not run3.path(first).exists()
 
 
-def test_a_file_that_changes_while_copied_is_never_stored_under_its_old_digest(cache, hashed, tmp_path, monkeypatch):
+def test_a_file_that_changes_while_copied_is_never_stored_under_its_old_digest(cache, hashed, later, tmp_path,
+                                                                              monkeypatch):
     photo = tmp_path / "photo.png"
     photo.write_bytes(b"A" * 100_000)
     old = file_digests.put_task_file(BlobStore(tmp_path / "run1"), photo)
@@ -80,7 +89,26 @@ def test_a_file_that_changes_while_copied_is_never_stored_under_its_old_digest(c
     assert not run2.path(old).exists() and not list(run2.root.glob(".tmp-*"))
 
 
-def test_an_unusable_cache_directory_never_fails_a_run(tmp_path, monkeypatch, hashed):
+def test_a_file_changed_less_than_two_seconds_ago_is_hashed_at_every_use_until_it_settles(cache, hashed, tmp_path,
+                                                                                          monkeypatch):
+    """As git's racily clean entries: a file times its changes by a coarse clock, so a rewrite of the same size
+    within one tick of the hashing could keep the whole signature; such a young file's digest is not remembered."""
+    photo = tmp_path / "photo.png"
+    photo.write_bytes(os.urandom(50_000))
+    blob = file_digests.put_task_file(BlobStore(tmp_path / "run1"), photo)
+    assert file_digests.put_task_file(BlobStore(tmp_path / "run2"), photo) == blob
+    assert hashed == ["photo.png", "photo.png"]
+    photo.write_bytes(os.urandom(50_000))  # rewritten at once, same size: whatever the clock's tick, not missed
+    assert file_digests.put_task_file(BlobStore(tmp_path / "run3"), photo) == f"sha256:{sha(photo)}.png"
+    monkeypatch.setattr(file_digests, "time_ns", lambda: photo.stat().st_ctime_ns + file_digests.RACY_NS)
+    file_digests.put_task_file(BlobStore(tmp_path / "run4"), photo)  # settled: hashed once more, and remembered
+    assert file_digests.put_task_file(BlobStore(tmp_path / "run5"), photo) == f"sha256:{sha(photo)}.png"
+    assert len(hashed) == 4
+    monkeypatch.setattr(file_digests, "time_ns", lambda: photo.stat().st_mtime_ns - 1)  # dated in the future
+    assert not file_digests.settled(file_digests.signature(photo))
+
+
+def test_an_unusable_cache_directory_never_fails_a_run(tmp_path, monkeypatch, hashed, later):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the cache directory would go")
     monkeypatch.setenv("ARENA_CACHE_DIR", str(blocker / "arena"))
@@ -93,7 +121,7 @@ def test_an_unusable_cache_directory_never_fails_a_run(tmp_path, monkeypatch, ha
     assert file_digests.cache_dir() is None
 
 
-def test_runs_over_one_dataset_hash_its_task_images_once(cache, hashed, tiny_data, tmp_path):
+def test_runs_over_one_dataset_hash_its_task_images_once(cache, hashed, later, tiny_data, tmp_path):
     from tests.test_transcript import crop_agent
 
     for name in ("first", "second"):

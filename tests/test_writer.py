@@ -9,12 +9,14 @@ import hashlib
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from arena.blobs import BlobStore
 from arena.jsonl import append_line
+from runs import file_digests
 from runs.config import RunConfig
 from runs.runner import run
 from runs.writer import RunWriter, WriterBlobStore, settled
@@ -123,6 +125,7 @@ def test_a_run_does_every_fsync_and_blob_write_on_the_writer_thread(tiny_data: P
 def test_a_task_file_is_copied_once_per_run_hashed_once_and_stored_as_its_bytes(
         tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
     from tests.support.tiny_dataset import scene
+    monkeypatch.setattr(file_digests, "time_ns", lambda: time.time_ns() + 10_000_000_000)  # the file has settled
     hashed: list[str] = []
     real, copy = hashlib.file_digest, shutil.copyfile
 

@@ -110,15 +110,25 @@ def digests() -> FileDigests:
     return _DIGESTS[where]
 
 
+def remembered(path: str | Path) -> tuple[str, Signature, str | None]:
+    """The file's resolved path, its signature now, and the blob id remembered for it while that signature holds."""
+    where = str(Path(path).resolve())
+    now = signature(where)
+    return where, now, digests().get(where, now)
+
+
+def remember(where: str, before: Signature, blob_id: str) -> None:
+    """Remember `blob_id` (the hash of what was read from `where` since its signature was `before`) if the file has
+    not changed meanwhile and has settled (`settled`)."""
+    if signature(where) == before and settled(before):
+        digests().put(where, before, blob_id)
+
+
 def put_task_file(blobs: BlobStore, path: str | Path) -> str:
     """Store the file `path` in `blobs` and return its blob id: copied under its remembered digest while its
     signature holds before and after the copy, else copied and hashed (`BlobStore.write`) and remembered if the
     file has settled (`settled`)."""
-    where = str(Path(path).resolve())
-    before = signature(where)
-    ext = Path(where).suffix.lstrip(".").lower() or "bin"
-    cache = digests()
-    known = cache.get(where, before)
+    where, before, known = remembered(path)
     if known is not None:
         if blobs.path(known).exists():
             return known
@@ -133,8 +143,6 @@ def put_task_file(blobs: BlobStore, path: str | Path) -> str:
                 return known
         finally:
             Path(tmp).unlink(missing_ok=True)
-    blob_id = blobs.write(None, Path(where), ext)
-    after = signature(where)
-    if after == before and settled(after):  # (else it changed while copied, or may change again unseen)
-        cache.put(where, after, blob_id)
+    blob_id = blobs.write(None, Path(where), Path(where).suffix.lstrip(".").lower() or "bin")
+    remember(where, before, blob_id)  # (not if it changed while copied, or may change again unseen)
     return blob_id

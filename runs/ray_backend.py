@@ -32,6 +32,7 @@ from endpoints import transcript
 
 from .allocator import keep_freed_memory
 from .config import EndpointLimit, RunConfig
+from .file_digests import remember, remembered
 from .limits import EndpointGate
 from .store import RunStore
 from .workbench import EpisodeJob, Workbench
@@ -41,26 +42,38 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 class MemoryBlobStore(BlobStore):
-    """A blob store in memory: `seed` holds blobs given to the worker, `new` those it made."""
+    """A blob store in memory: `seed` holds blobs given to the worker, `new` those it made that the driver may not
+    have. `stored`: ids the driver has confirmed it stored (`runs.workers`): such a blob is not put in `new` again,
+    and a task file remembered under such an id (`runs.file_digests`) is neither read nor hashed."""
 
-    def __init__(self, seed: dict[str, bytes] | None = None):
+    def __init__(self, seed: dict[str, bytes] | None = None, stored: set[str] | frozenset[str] = frozenset()):
         super().__init__(Path("<memory>"))
         self.data: dict[str, bytes] = dict(seed or {})
         self.new: dict[str, bytes] = {}
+        self.stored = stored
+        self.files: dict[str, Path] = {}  # task files known by id only, read if asked for
 
-    def put(self, data: bytes, ext: str = "png") -> str:
-        blob_id = f"sha256:{hashlib.sha256(data).hexdigest()}.{ext}"
+    def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
+        blob_id = blob_id or f"sha256:{hashlib.sha256(data).hexdigest()}.{ext}"
         if blob_id not in self.data:
             self.data[blob_id] = data
-            self.new[blob_id] = data
+            if blob_id not in self.stored:
+                self.new[blob_id] = data
         return blob_id
 
     def put_file(self, path: str | Path) -> str:
         """A file's bytes kept in memory like any other blob (never written under the placeholder root)."""
-        path = Path(path)
-        return self.put(path.read_bytes(), path.suffix.lstrip(".").lower() or "bin")
+        where, before, known = remembered(path)
+        if known is not None and known in self.stored:
+            self.files[known] = Path(where)
+            return known
+        blob_id = self.put(Path(where).read_bytes(), Path(where).suffix.lstrip(".").lower() or "bin")
+        remember(where, before, blob_id)
+        return blob_id
 
     def get(self, blob_id: str) -> bytes:
+        if blob_id in self.files:
+            return self.files[blob_id].read_bytes()
         try:
             return self.data[blob_id]
         except KeyError:
@@ -75,14 +88,15 @@ def apply_learned(agents: list[Any], learned: dict[str, dict[str, Any]]) -> None
 
 
 async def play_recorded(bench: Workbench, job_json: str, run_id: str, blobs: dict[str, bytes],
-                        resend: dict[str, Any] | None = None
+                        resend: dict[str, Any] | None = None, stored: set[str] | frozenset[str] = frozenset()
                         ) -> tuple[str, dict[str, bytes], list[bytes], dict[str, dict[str, Any]]]:
     """Worker side: play a job with its prefix's blobs in memory, recording its model calls; `resend`: the recorded
-    request a fork sends again (`transcript.recorded_request()` of the driver's scope), as the asyncio backend does.
+    request a fork sends again (`transcript.recorded_request()` of the driver's scope), as the asyncio backend does;
+    `stored`: blob ids the driver confirmed it has (not sent again).
 
-    Returns (episode JSON, blobs it made, its calls.jsonl lines, the limits its agent has learned so far, by agent
-    id); the lines refer to blobs among those made."""
-    store = MemoryBlobStore(blobs)
+    Returns (episode JSON, blobs it made that are not in `stored`, its calls.jsonl lines, the limits its agent has
+    learned so far, by agent id); the lines refer to blobs among those made or stored."""
+    store = MemoryBlobStore(blobs, stored)
     job = EpisodeJob.model_validate_json(job_json)
     lines: list[bytes] = []
     calls = (transcript.TranscriptWriter(Path("."), store, append=lambda _path, line: lines.append(line))
@@ -102,9 +116,11 @@ async def receive(store: RunStore, writer: RunWriter, agents: list[Any], episode
                   lines: list[bytes], learned: dict[str, dict[str, Any]], source: str) -> Episode:
     """Driver side: write a worker's blobs and call lines through the run writer (before the episode, which the
     runner appends after them), take the limits the worker's agent learned into the driver's `agents` (the runner
-    records them in run.json), and return the episode."""
+    records them in run.json), and return the episode. A blob already in the store is neither hashed nor written
+    again (an earlier episode's task image); the others are stored under the hash of their bytes, checked against
+    the worker's id."""
     writes = {blob_id: writer.submit(store.blobs.put, data, blob_id.rsplit(".", 1)[-1])
-              for blob_id, data in new.items()}
+              for blob_id, data in new.items() if not store.blobs.path(blob_id).exists()}
     for blob_id, write in writes.items():
         stored = await settled(write)
         if stored != blob_id:

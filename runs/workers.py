@@ -11,7 +11,8 @@ for a slot of a limited endpoint and gives it back after the request.
 
 Messages, all plain tuples over `multiprocessing` queues (the queues' own threads pickle and unpickle them):
 driver -> worker `("play", id, job_json, blobs, resend)` (resend: a fork's recorded request, or None),
-`("cancel", id)`, `("granted", rid)`, `None` (stop);
+`("cancel", id)`, `("granted", rid)`, `("stored", blob_ids)` (blobs of a finished episode, now in the run's store:
+the worker does not send them again), `None` (stop);
 worker -> driver `("ready", w, pid)`, `("failed", w, message)`, `("done", id, *what play_recorded returns)`,
 `("error", id, message)`, `("acquire", w, rid, endpoint)`, `("release", endpoint)`.
 A worker that dies fails the jobs it held, with its exit code; a worker whose driver died stops by itself.
@@ -119,10 +120,11 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
     threading.Thread(target=forward, name="arena-worker-jobs", daemon=True).start()
     results.put(("ready", worker, os.getpid()))
     running: dict[int, asyncio.Task] = {}
+    stored: set[str] = set()  # blob ids the driver has stored
 
     async def play(job_id: int, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None) -> None:
         try:
-            results.put(("done", job_id, *await play_recorded(bench, job_json, run_id, blobs, resend)))
+            results.put(("done", job_id, *await play_recorded(bench, job_json, run_id, blobs, resend, stored)))
         except asyncio.CancelledError:
             pass
         except Exception as exc:
@@ -138,6 +140,8 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
                 running[message[1]].cancel()
             elif message[0] == "granted":
                 gate.grant(message[1])
+            elif message[0] == "stored":
+                stored.update(message[1])
     finally:
         for task in running.values():
             task.cancel()
@@ -265,7 +269,10 @@ class WorkerBackend:
             self._load[worker] -= 1
         if message[0] == "error":
             raise WorkerError(f"worker process {worker} could not play episode {job.key}: {message[2]}")
-        return await receive(self.store, self.writer, self.agents, *message[2:], f"worker process {worker}")
+        episode = await receive(self.store, self.writer, self.agents, *message[2:], f"worker process {worker}")
+        if message[3] and self.procs[worker].is_alive():
+            self.jobs[worker].put(("stored", list(message[3])))
+        return episode
 
     def _stop(self) -> None:
         self._closing = True

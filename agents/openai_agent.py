@@ -99,13 +99,13 @@ class OpenAIAgent(Agent):
             if as_file and image.path:
                 # a suite's published request (suites/*/protocol.py): the file's own bytes, the type by its name
                 data = await asyncio.to_thread(image.path.read_bytes)
-                url = f"data:{mime};base64,{base64.b64encode(data).decode()}"
             else:
-                url = await image.data_url(*self.sizes(view))
+                data, mime = await image.model_png(*self.sizes(view)), "image/png"
+            url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
             inner = {"url": url, "detail": self.image_detail} if self.image_detail else {"url": url}
-            # (an episode that asked at the same moment may have made it meanwhile)
-            part = transcript.shared_part(key) or transcript.serialised_part({"type": "image_url", "image_url": inner},
-                                                                             key)
+            # (an episode that asked at the same moment may have made it meanwhile); the recorder stores `data`
+            part = transcript.shared_part(key) or transcript.serialised_part(
+                {"type": "image_url", "image_url": inner}, key, payload=data)
         self._parts[image] = part
         return part
 

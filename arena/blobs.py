@@ -30,8 +30,9 @@ class BlobStore:
             raise ValueError(f"not a blob id: {blob_id!r}")
         return self.root / algo / name[:2] / name[2:]
 
-    def put(self, data: bytes, ext: str = "png") -> str:
-        return self.write(f"sha256:{hashlib.sha256(data).hexdigest()}.{ext}", data)
+    def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
+        """Store `data`; its id is the hash of its bytes, or `blob_id` when the caller has that id already."""
+        return self.write(blob_id or f"sha256:{hashlib.sha256(data).hexdigest()}.{ext}", data)
 
     def write(self, blob_id: str | None, data: bytes | Path, ext: str = "bin") -> str:
         """Store `data` (bytes, or a file the kernel copies) under `blob_id`, its content address; with None, under

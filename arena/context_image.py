@@ -2,15 +2,13 @@
 
 Decoded task images (reduced past `images.MAX_SOURCE_PIXELS`) and model encodings are cached process-wide
 by blob id in byte-bounded LRUs (`ARENA_IMAGE_CACHE_MB`, default 768); episodes do not pin decoded pixels (an
-evicted image is decoded again). Cached images are shared: never modify one in place. `SENT_PNGS` hands the PNG
-bytes of each new model data URL to a recorder (`SENT_PNGS.get(url, pop=True)`), which then need not decode the URL:
-only where the recorder set `HAND_OVER` (a context variable: that task, the tasks and threads it starts).
-`PNGS` keeps an image object's PNG (`png_of`) by id(image); its entry holds the image, so the id is not reused."""
+evicted image is decoded again). Cached images are shared: never modify one in place. `MODEL_PNGS` keeps the PNG
+sent to a model per content and size setting (the agent makes the data URL, and hands these bytes to the recorder
+with it: `endpoints.transcript.serialised_part`). `PNGS` keeps an image object's PNG (`png_of`) by id(image); its entry holds the image, so the id is not reused."""
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import os
 import threading
 from collections import OrderedDict
@@ -19,7 +17,7 @@ from typing import Callable, Generic, TypeVar
 
 from PIL import Image
 
-from .images import Decoded, ImageError, MAX_RATIO, encode_png, fit_for_model, load_image, png_data_url, smart_resize
+from .images import Decoded, ImageError, MAX_RATIO, encode_png, fit_for_model, load_image, smart_resize
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -57,10 +55,8 @@ class LRU(Generic[K, V]):
 
 DECODED: LRU[tuple, Decoded] = LRU(256, int(os.environ.get("ARENA_IMAGE_CACHE_MB", "768")) << 20,
                                    lambda d: d.nbytes)
-DATA_URLS: LRU[tuple, str] = LRU(256, 256 << 20, len)
-SENT_PNGS: LRU[str, bytes] = LRU(256, 64 << 20, lambda png: len(png) * 7 // 3)  # the URL key counted too
+MODEL_PNGS: LRU[tuple, bytes] = LRU(256, 192 << 20, len)
 PNGS: LRU[int, tuple[Image.Image, bytes]] = LRU(64, 96 << 20, lambda k: len(k[1]) + 4 * k[0].width * k[0].height)
-HAND_OVER: contextvars.ContextVar[bool] = contextvars.ContextVar("arena_hand_over_pngs", default=False)
 _INFLIGHT: dict[tuple, asyncio.Future] = {}
 
 
@@ -95,21 +91,17 @@ async def single_flight(key: tuple, cache: LRU, compute):
         del _INFLIGHT[key]
 
 
-def model_data_url(image: Image.Image, factor: int, min_pixels: int, max_pixels: int,
-                   full_size: tuple[int, int] | None = None, path: Path | None = None) -> str:
-    """PNG data URL of `image` smart-resized the way a Qwen-VL processor would (from `full_size` if reduced);
-    a PNG file `path` of plain 8-bit RGB or grey pixels that needs no resizing goes as its own bytes."""
+def model_png(image: Image.Image, factor: int, min_pixels: int, max_pixels: int,
+              full_size: tuple[int, int] | None = None, path: Path | None = None) -> bytes:
+    """The PNG of `image` smart-resized the way a Qwen-VL processor would (from `full_size` if reduced); a PNG
+    file `path` of plain 8-bit RGB or grey pixels that needs no resizing goes as its own bytes."""
     width, height, png = *(full_size or image.size), None
     if path is not None and smart_resize(height, width, factor, min_pixels, max_pixels) == (height, width):
         with Image.open(path) as im:
             if im.format == "PNG" and im.mode in ("RGB", "L") and not {"transparency", "icc_profile"} & set(im.info):
                 png = path.read_bytes()
     fitted = None if png else fit_for_model(image, factor, min_pixels, max_pixels, full_size)  # `image` if it fits:
-    png = png or (png_of(image) if fitted is image else encode_png(fitted, 1, rle=True))  # its blob's bytes, if kept
-    url = png_data_url(png)
-    if HAND_OVER.get():
-        SENT_PNGS.put(url, png)
-    return url
+    return png or (png_of(image) if fitted is image else encode_png(fitted, 1, rle=True))  # its blob's bytes, if kept
 
 
 class ContextImage:
@@ -147,15 +139,15 @@ class ContextImage:
     async def pil(self) -> Image.Image:
         return (await self.decoded()).image
 
-    async def data_url(self, factor: int, min_pixels: int, max_pixels: int) -> str:
-        """PNG data URL of the image smart-resized for the model; cached per content and size setting."""
+    async def model_png(self, factor: int, min_pixels: int, max_pixels: int) -> bytes:
+        """The PNG of the image smart-resized for the model (`model_png`); cached per content and size setting."""
         key = (self.blob_id, factor, min_pixels, max_pixels)
-        url = DATA_URLS.get(key)
-        if url is None:
+        png = MODEL_PNGS.get(key)
+        if png is None:
             decoded = await self.decoded()
             try:
-                url = await single_flight(("url", *key), DATA_URLS, lambda: model_data_url(
+                png = await single_flight(("png", *key), MODEL_PNGS, lambda: model_png(
                     decoded.image, factor, min_pixels, max_pixels, decoded.full_size, self.path))
             except ImageError as exc:
                 raise ImageError(f"{self.path or f'image {self.blob_id} from {self.source}'}: {exc}") from None
-        return url
+        return png

@@ -328,7 +328,7 @@ def _time_codecs() -> list[float]:
                     total[0] += time.thread_time() - start
         return wrapper
 
-    for module, name in ((arena.context_image, "load_image"), (arena.context_image, "model_data_url"),
+    for module, name in ((arena.context_image, "load_image"), (arena.context_image, "model_png"),
                          (tools.crop, "zoom"), (tools.crop, "png_of"), (arena.blobs, "png_of")):
         setattr(module, name, timed(getattr(module, name)))
     return total

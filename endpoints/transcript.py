@@ -42,7 +42,7 @@ import httpx
 import orjson
 
 from arena.blobs import BlobStore
-from arena.context_image import HAND_OVER, LRU, SENT_PNGS
+from arena.context_image import LRU
 from arena.jsonl import append_line
 
 CALLS_FILE = "calls.jsonl"
@@ -86,9 +86,6 @@ class TranscriptWriter:
         head, sep, b64 = url.partition(",")
         if not (sep and url.startswith("data:") and head.endswith(";base64")):
             return url
-        png = SENT_PNGS.get(url, pop=True) if head == "data:image/png;base64" else None
-        if png is not None:  # made here from these bytes (canonical base64): no need to decode it
-            return {"$image": self.blobs.put(png, "png"), "prefix": head + ","}
         try:
             raw = base64.b64decode(b64, validate=True)
         except (binascii.Error, ValueError):
@@ -100,7 +97,17 @@ class TranscriptWriter:
         ext = _MIME_EXT.get(head[5:-7], "bin")
         return {"$image": self.blobs.put(raw, ext), "prefix": head + ","}
 
-    def compact_message(self, message: Any) -> Any:
+    def payload_ref(self, part: "_Part", url: str) -> dict[str, str]:
+        """The stored form of `url`, a data URL made from `part.payload` (`serialised_part`): the payload stored as
+        it is (hashed once per process), nothing decoded."""
+        head = url[:url.index(",") + 1]
+        assert part.payload is not None
+        part.blob_id = self.blobs.put(part.payload, _MIME_EXT.get(head[5:-8], "bin"), blob_id=part.blob_id)
+        return {"$image": part.blob_id, "prefix": head}
+
+    def compact_message(self, message: Any, payloads: dict[int, "_Part"] | None = None) -> Any:
+        """`message` as stored: a system message as a JSON blob, image data URLs as blobs (`payloads`: the parts,
+        by index in the content, that carry the bytes their URL encodes)."""
         if not isinstance(message, dict):
             return message
         if message.get("role") == "system":
@@ -109,10 +116,12 @@ class TranscriptWriter:
         if not isinstance(content, list):
             return message
         parts = []
-        for part in content:
+        for i, part in enumerate(content):
             image = part.get("image_url") if isinstance(part, dict) else None
             if isinstance(image, dict) and isinstance(image.get("url"), str):
-                part = {**part, "image_url": {**image, "url": self.image_ref(image["url"])}}
+                known = payloads.get(i) if payloads else None
+                ref = self.payload_ref(known, image["url"]) if known is not None else self.image_ref(image["url"])
+                part = {**part, "image_url": {**image, "url": ref}}
             parts.append(part)
         return {**message, "content": parts}
 
@@ -146,16 +155,13 @@ _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_tra
 @contextlib.contextmanager
 def scope(writer: TranscriptWriter | None, episode: str, role: Role,
           resend: dict[str, Any] | None = None) -> Iterator[None]:
-    """Record the model calls made in this task (and the tasks it starts) under `episode` and `role`, with the PNG
-    bytes of the data URLs made meanwhile handed over (`arena.context_image.HAND_OVER`); nothing is recorded or
-    handed over when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says."""
+    """Record the model calls made in this task (and the tasks it starts) under `episode` and `role`; nothing is
+    recorded when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says."""
     again = Resend(resend["messages"], resend.get("tools")) if resend else None
     token = _SCOPE.set(Scope(writer, episode, role, again) if writer is not None or again else None)
-    handing = HAND_OVER.set(writer is not None)
     try:
         yield
     finally:
-        HAND_OVER.reset(handing)
         _SCOPE.reset(token)
 
 
@@ -275,26 +281,42 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
             break
         keep += 1
     current.previous = messages
-    added = messages[keep:]
-    if not parsed:  # plain JSON values, as the body carried them (pre-serialised parts included)
-        request, added = orjson.loads(orjson.dumps(request)), [_plain(m) for m in added]
-    current.calls += 1
     writer = current.writer
     assert writer is not None
+    if parsed:
+        added = [writer.compact_message(m) for m in messages[keep:]]
+    else:  # plain JSON values, as the body carried them (pre-serialised parts included)
+        request = orjson.loads(orjson.dumps(request))
+        added = [writer.compact_message(_plain(m), _payloads(m)) for m in messages[keep:]]
+    current.calls += 1
     if isinstance(request.get("tools"), list):
         request["tools"] = writer.json_ref(request["tools"])
     writer.write({"episode": current.episode, "role": current.role, "sid": current.sid, "round": current.calls,
-                  "keep": keep, "request": request, "add": [writer.compact_message(m) for m in added],
-                  "response": response, **(failure or {})})
+                  "keep": keep, "request": request, "add": added, "response": response, **(failure or {})})
 
 
 _IMAGE_PART = b'{"type":"image_url","image_url":{"url":"data:'
 
 
-# pre-serialised parts made by `serialised_part`, by id: (the Fragment, the value it was made from, its bytes)
-_PARTS: LRU[int, tuple[orjson.Fragment, Any, bytes]] = LRU(256, 128 << 20, lambda entry: len(entry[2]))
+@dataclass(eq=False)
+class _Part:
+    """A part made by `serialised_part`: the Fragment, the value it was made from, its bytes, and for an image part
+    the bytes its data URL encodes (`payload`, stored by the recorder under `blob_id` once hashed)."""
+
+    fragment: orjson.Fragment
+    value: Any
+    data: bytes
+    payload: bytes | None = None
+    blob_id: str | None = None
+
+    def weight(self) -> int:
+        return len(self.data) + len(self.payload or b"")
+
+
+# pre-serialised parts made by `serialised_part`, by id of their Fragment
+_PARTS: LRU[int, _Part] = LRU(256, 160 << 20, _Part.weight)
 # the same, by the key their callers gave (`serialised_part`)
-_SHARED_PARTS: LRU[Hashable, tuple[orjson.Fragment, Any, bytes]] = LRU(256, 256 << 20, lambda entry: len(entry[2]))
+_SHARED_PARTS: LRU[Hashable, _Part] = LRU(256, 320 << 20, _Part.weight)
 PIECE = 1 << 16  # a known part at least this large is sent as its own bytes (`body_pieces`)
 
 
@@ -302,11 +324,13 @@ _BASE64_DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,")
 _TO_ESCAPE = '"\\\n\r\t\0'  # what could stray into a payload and would need escaping (line breaks: MIME base64)
 
 
-def serialised_part(part: Any, key: Hashable | None = None) -> orjson.Fragment:
+def serialised_part(part: Any, key: Hashable | None = None, payload: bytes | None = None) -> orjson.Fragment:
     """`part` serialised once, to enter request bodies as it is; the recorder takes `part` itself back for it instead
     of reading megabytes of base64 out of its bytes. `part` must not be changed afterwards. With a `key` (all that
     decides the part's value, such as an image's content address and size setting), `shared_part(key)` gives it
-    again while it stays cached, so the episodes showing one image share one copy of its megabytes.
+    again while it stays cached, so the episodes showing one image share one copy of its megabytes. `payload`: for
+    an image part, the bytes its data URL encodes (the caller vouches for them), which the recorder stores as they
+    are instead of decoding the URL.
 
     An image part `{"type": "image_url", "image_url": {"url": URL}}` (and an optional `"detail"` after the URL)
     whose URL is a base64 `data:` URL with nothing to escape is joined as bytes around its URL: the same JSON as
@@ -324,9 +348,10 @@ def serialised_part(part: Any, key: Hashable | None = None) -> orjson.Fragment:
     else:
         data = orjson.dumps(part)
     fragment = orjson.Fragment(data)
-    _PARTS.put(id(fragment), (fragment, part, data))
+    made = _Part(fragment, part, data, payload if safe else None)
+    _PARTS.put(id(fragment), made)
     if key is not None:
-        _SHARED_PARTS.put(key, (fragment, part, data))
+        _SHARED_PARTS.put(key, made)
     return fragment
 
 
@@ -335,8 +360,8 @@ def shared_part(key: Hashable) -> orjson.Fragment | None:
     shared = _SHARED_PARTS.get(key)
     if shared is None:
         return None
-    _PARTS.put(id(shared[0]), shared)  # the recorder takes its value back again (and `body_pieces` its bytes)
-    return shared[0]
+    _PARTS.put(id(shared.fragment), shared)  # the recorder takes its value back again (and `body_pieces` its bytes)
+    return shared.fragment
 
 
 def body_pieces(params: dict[str, Any]) -> list[bytes]:
@@ -351,8 +376,8 @@ def body_pieces(params: dict[str, Any]) -> list[bytes]:
             marked = []
             for part in content:
                 entry = _PARTS.get(id(part)) if isinstance(part, orjson.Fragment) else None
-                if entry is not None and entry[0] is part and len(entry[2]) >= PIECE:
-                    pieces.append(entry[2])
+                if entry is not None and entry.fragment is part and len(entry.data) >= PIECE:
+                    pieces.append(entry.data)
                     part = _MARK  # a NUL byte: never in orjson's output, the place of the piece
                 marked.append(part)
             message = {**message, "content": marked}
@@ -381,7 +406,18 @@ def _image_part(part: orjson.Fragment) -> dict[str, Any] | None:
 def _known_part(part: orjson.Fragment) -> Any:
     """The value a `serialised_part` Fragment was made from (the same objects: their string hashes are kept)."""
     entry = _PARTS.get(id(part))
-    return entry[1] if entry is not None and entry[0] is part else None
+    return entry.value if entry is not None and entry.fragment is part else None
+
+
+def _payloads(message: Any) -> dict[int, _Part]:
+    """The parts of `message`'s content (by index) made by `serialised_part` with a payload."""
+    content = message.get("content") if isinstance(message, dict) else None
+    found = {}
+    for i, part in enumerate(content if isinstance(content, list) else ()):
+        entry = _PARTS.get(id(part)) if isinstance(part, orjson.Fragment) else None
+        if entry is not None and entry.fragment is part and entry.payload is not None:
+            found[i] = entry
+    return found
 
 
 def _plain(message: Any) -> Any:

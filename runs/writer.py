@@ -157,8 +157,8 @@ class WriterBlobStore(BlobStore):
         self._pending: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
-    def put(self, data: bytes, ext: str = "png") -> str:
-        blob_id = f"sha256:{hashlib.sha256(data).hexdigest()}.{ext}"
+    def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
+        blob_id = blob_id or f"sha256:{hashlib.sha256(data).hexdigest()}.{ext}"
         if self.wait:
             return self.writer.submit(self.write, blob_id, data).result()
         with self._lock:

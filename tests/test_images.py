@@ -1,4 +1,3 @@
-import base64
 import io
 
 import numpy as np
@@ -7,7 +6,7 @@ from PIL import Image
 
 from arena import context_image
 from arena.blobs import BlobStore
-from arena.context_image import model_data_url
+from arena.context_image import model_png
 from arena.images import (MIN_PIXELS, ImageError, decode_image, encode_png, fit_for_model, load_image,
                           smart_resize)
 
@@ -60,28 +59,27 @@ def test_blob_store_is_content_addressed(tmp_path):
         store.path("sha256:../../etc/passwd")
 
 
-def _pixels(url: str) -> Image.Image:
-    head, _, data = url.partition(",")
-    assert head == "data:image/png;base64"
-    return Image.open(io.BytesIO(base64.b64decode(data)))
+def _pixels(png: bytes) -> Image.Image:
+    image = Image.open(io.BytesIO(png))
+    assert image.format == "PNG"
+    return image
 
 
 def test_model_images_are_lossless_and_files_that_fit_go_as_they_are(tmp_path):
     noisy = Image.fromarray(np.random.default_rng(0).integers(0, 256, (300, 500, 3), dtype=np.uint8))
-    url = model_data_url(noisy, 28, MIN_PIXELS, 1280 * 28 * 28)
+    png = model_png(noisy, 28, MIN_PIXELS, 1280 * 28 * 28)
     fitted = fit_for_model(noisy, 28, MIN_PIXELS, 1280 * 28 * 28)
-    assert _pixels(url).size == (504, 308) and _pixels(url).tobytes() == fitted.tobytes()
+    assert _pixels(png).size == (504, 308) and _pixels(png).tobytes() == fitted.tobytes()
     exact = tmp_path / "exact.png"
     noisy.crop((0, 0, 504 - 224, 280)).save(exact, compress_level=9)  # 280x280: already what the model gets
     image = load_image(exact).image
-    assert model_data_url(image, 28, MIN_PIXELS, 1280 * 28 * 28, path=exact) == \
-        "data:image/png;base64," + base64.b64encode(exact.read_bytes()).decode()
+    assert model_png(image, 28, MIN_PIXELS, 1280 * 28 * 28, path=exact) == exact.read_bytes()
     odd = tmp_path / "odd.png"
     noisy.crop((0, 0, 290, 280)).save(odd)  # 290 wide: resized to 280, so encoded afresh
-    assert _pixels(model_data_url(load_image(odd).image, 28, MIN_PIXELS, 1280 * 28 * 28, path=odd)).size == (280, 280)
+    assert _pixels(model_png(load_image(odd).image, 28, MIN_PIXELS, 1280 * 28 * 28, path=odd)).size == (280, 280)
     alpha = tmp_path / "alpha.png"
     noisy.crop((0, 0, 280, 280)).convert("RGBA").save(alpha)  # fits, but alpha: sent as the RGB the model gets
-    sent = _pixels(model_data_url(load_image(alpha).image, 28, MIN_PIXELS, 1280 * 28 * 28, path=alpha))
+    sent = _pixels(model_png(load_image(alpha).image, 28, MIN_PIXELS, 1280 * 28 * 28, path=alpha))
     assert sent.mode == "RGB" and sent.tobytes() == noisy.crop((0, 0, 280, 280)).tobytes()
 
 
@@ -92,11 +90,10 @@ def test_a_stored_image_that_fits_the_model_is_sent_as_its_blob_bytes(tmp_path, 
     store = BlobStore(tmp_path / "blobs")
     crop = Image.fromarray(np.random.default_rng(1).integers(0, 256, (288, 768, 3), dtype=np.uint8))
     blob_id = store.put_image(crop)  # 768x288: what the crop tool returns, and what factor 32 sends as it is
-    url = model_data_url(crop, 32, 65_536, 8_294_400)
-    assert url == "data:image/png;base64," + base64.b64encode(store.get(blob_id)).decode()
+    assert model_png(crop, 32, 65_536, 8_294_400) == store.get(blob_id)
     assert encoded == [(768, 288)]  # one encoding for the blob and the model
     assert store.put_image(crop) == blob_id and encoded == [(768, 288)]
-    resized = model_data_url(crop, 28, MIN_PIXELS, 1280 * 28 * 28)  # 756x280 for the model: encoded afresh
+    resized = model_png(crop, 28, MIN_PIXELS, 1280 * 28 * 28)  # 756x280 for the model: encoded afresh
     assert encoded == [(768, 288), (756, 280)] and _pixels(resized).size == (756, 280)
     copy = crop.copy()  # another object, equal pixels: encoded again (kept by identity, never by equality)
     assert store.put_image(copy) == blob_id and encoded == [(768, 288), (756, 280), (768, 288)]

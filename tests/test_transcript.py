@@ -314,10 +314,11 @@ def test_smolagents_refused_call_is_recorded_with_the_servers_error(tiny_data, t
         sorted(key((json.loads(body), json.loads(reply), status)) for body, status, reply in exchanges)
 
 
-def test_images_recorded_from_the_png_bytes_handed_over_are_what_decoding_the_urls_would_store(
+def test_images_recorded_from_the_payloads_of_their_parts_are_what_decoding_the_urls_would_store(
         tiny_data, tmp_path, monkeypatch):
-    """The openai agent's data URLs come with their PNG bytes (`SENT_PNGS`): the recorder stores them without
-    decoding any URL, and the run's requests and blobs are byte for byte those of a run that decodes them."""
+    """The openai agent's image parts carry the bytes their data URLs encode (`serialised_part(payload=)`): the
+    recorder stores those without decoding any URL, and the run's requests and blobs are byte for byte those of a
+    run that decodes the URLs (no payload found), or that reads its parts back out of their bytes."""
     import endpoints.transcript as transcript_module
     from arena import context_image
 
@@ -330,7 +331,7 @@ def test_images_recorded_from_the_png_bytes_handed_over_are_what_decoding_the_ur
     monkeypatch.setattr(transcript_module.base64, "b64decode", spy)
 
     def one_run(name: str) -> tuple[list[bytes], dict[str, bytes]]:
-        monkeypatch.setattr(context_image, "DATA_URLS", context_image.LRU(256, 256 << 20, len))  # encoded again
+        monkeypatch.setattr(context_image, "MODEL_PNGS", context_image.LRU(256, 256 << 20, len))  # encoded again
         monkeypatch.setattr(transcript_module, "_SHARED_PARTS", context_image.LRU(256))  # and serialised again
         with OpenAIStub(crop_agent(native=False)) as server:
             result = run(RunConfig(data=str(tiny_data), agent="openai", out=str(tmp_path / name), task_ids=["q2"],
@@ -341,43 +342,39 @@ def test_images_recorded_from_the_png_bytes_handed_over_are_what_decoding_the_ur
 
     handed = one_run("handed")
     assert decoded == [] and len(handed[0]) == 4
+    with monkeypatch.context() as patch:
+        patch.setattr(transcript_module, "_payloads", lambda message: {})  # no payload found: decode the URLs
+        decoding = one_run("decoding")
+    assert len(decoded) == 4 and decoding == handed  # the task image and three crops
     monkeypatch.setattr(transcript_module._PARTS, "put", lambda key, value: None)  # parts read out of their bytes
     read_back = one_run("read-back")
-    assert decoded == [] and read_back == handed
-    monkeypatch.setattr(context_image.SENT_PNGS, "put", lambda key, value: None)  # nothing handed over: decode
-    decoding = one_run("decoding")
-    assert len(decoded) == 4  # the task image and three crops
-    assert handed == decoding
+    assert len(decoded) == 8 and read_back == handed
 
 
-def test_a_run_without_transcript_hands_no_png_over_and_a_recording_run_after_it_still_does(
-        tiny_data, tmp_path, monkeypatch):
-    """`--no-transcript`: the data URLs the run makes put nothing in `SENT_PNGS` (no recorder would take it); a
-    recording run after it in the same process still gets each PNG handed over (and takes it: nothing decoded)."""
+def test_runs_in_one_process_store_the_images_of_shared_parts_without_decoding_them(tiny_data, tmp_path,
+                                                                                      monkeypatch):
+    """Runs in one process (a sweep, or a worker process whose every episode has its own recorder) share the
+    image parts: a run without transcript and then two recording runs over the same task decode no data URL (a
+    payload travels with its part, not with one recorder), and the recording runs store the same blobs."""
     import endpoints.transcript as transcript_module
-    from arena import context_image
 
     decoded: list[int] = []
     real = transcript_module.base64.b64decode
     monkeypatch.setattr(transcript_module.base64, "b64decode",
                         lambda data, *args, **kwargs: decoded.append(len(data)) or real(data, *args, **kwargs))
-    handed = context_image.LRU(256, 64 << 20, len)
-    monkeypatch.setattr(context_image, "SENT_PNGS", handed)
-    monkeypatch.setattr(transcript_module, "SENT_PNGS", handed)
-    for recording in (False, True):
-        monkeypatch.setattr(context_image, "DATA_URLS", context_image.LRU(256, 256 << 20, len))  # encoded again
-        monkeypatch.setattr(transcript_module, "_SHARED_PARTS", context_image.LRU(256))  # and serialised again
+    blobs = []
+    for run_id in ("unrecorded", "first", "second"):
         with OpenAIStub(crop_agent(native=False)) as server:
             out = CliRunner().invoke(app, ["run", "--data", str(tiny_data), "--agent", "openai", "--model", "qwen",
                                            "--base-url", server.base_url, "--task", "q2", "--max-rounds", "4",
                                            "--judge", "normalized", "--out", str(tmp_path / "logs"),
-                                           "--run-id", f"recording-{recording}",
-                                           *([] if recording else ["--no-transcript"])])
+                                           "--run-id", run_id, *(["--no-transcript"] if run_id == "unrecorded" else [])])
             assert out.exit_code == 0, out.output
-        assert context_image.DATA_URLS.bytes > 0  # the task image and the crops were encoded in this run
-        assert handed.bytes == 0 and decoded == []
-    [episode] = RunStore(tmp_path / "logs" / "recording-True").episodes()
-    assert len(transcript_json(tmp_path / "logs" / "recording-True", episode.key)) == 4
+        blobs.append(sorted(p.name for p in (tmp_path / "logs" / run_id / "blobs").rglob("*") if p.is_file()))
+        if run_id != "unrecorded":
+            [episode] = RunStore(tmp_path / "logs" / run_id).episodes()
+            assert len(transcript_json(tmp_path / "logs" / run_id, episode.key)) == 4
+    assert decoded == [] and blobs[1] == blobs[2] and len(blobs[1]) > len(blobs[0])
 
 
 def test_messages_with_pre_serialised_parts_read_back_as_their_json():
@@ -438,9 +435,9 @@ def test_episodes_showing_one_image_share_one_serialised_part(tiny_data, tmp_pat
     made: list[int] = []
     real = transcript_module.serialised_part
 
-    def counting(part, key=None):
+    def counting(part, key=None, payload=None):
         made.append(len(part["image_url"]["url"]) if part.get("type") == "image_url" else 0)
-        return real(part, key)
+        return real(part, key, payload)
     monkeypatch.setattr(transcript_module, "serialised_part", counting)
 
     def one_run(name: str) -> list[bytes]:

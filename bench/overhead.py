@@ -14,8 +14,9 @@ tiny dataset against a local OpenAI-compatible server in a separate process:
    playing (the runner's `on_start`, after worker processes are up) to the end of the run; the start-up before
    it is printed apart.
 
-    .venv/bin/python bench/overhead.py [--tasks 64] [--photo [--fresh-crops]]
+    .venv/bin/python bench/overhead.py [--tasks 64] [--photo [--fresh-crops]] [--two-crops] [--protocol P]
     .venv/bin/python bench/overhead.py --scale [--delays 1,0.2] [--ways 64,256] [--workers 0,2]
+    .venv/bin/python bench/overhead.py --crop-heavy [--workers 0,2] [--protocol P]
 
 `ARENA_ROOT=/path/to/another/checkout` imports the arena (and the stub server) from there, for before/after
 figures of the same script (a checkout without `--workers` takes only `--workers 0`).
@@ -24,6 +25,13 @@ figures of the same script (a checkout without `--workers` takes only `--workers
 request carries ~1 MB of base64 PNG data, as with real photographs. Every episode zooms the same box; with
 `--fresh-crops` the crop tool's LRU of zooms keeps nothing, so each crop is cut and encoded again as in a run
 without repeats (episodes zooming at the same moment still share one zoom; needs a checkout with `tools.crop.ZOOMS`).
+`--two-crops`: the model crops twice (two boxes) and answers, instead of crop, search, answer.
+`--protocol original|arena`: the run's protocol (default: by the data, `original` for the tiny dataset's
+VistaArena format, which sends a task image at its own size up to 16384 x 28 x 28 pixels: the 3000x2000 photo goes
+as ~15 MB of base64 in every request; `arena` smart-resizes it to at most 1280 x 28 x 28 pixels, ~1.7 MB).
+
+`--crop-heavy` is issue 13's crop-heavy workload as the issue states it: the 3000x2000 photo, two crops and an
+answer per episode, 208 episodes at 64-way against a server that answers in 1 s (`over_ideal`, per `--workers`).
 """
 
 from __future__ import annotations
@@ -46,15 +54,17 @@ from runs.runner import run  # noqa: E402
 from tests.support.tiny_dataset import write_tiny_dataset  # noqa: E402
 
 
-def serve(delay: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.openai_server", "--delay", str(delay)],
-                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+def serve(delay: float, two_crops: bool = False) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.openai_server", "--delay", str(delay),
+                             *(["--two-crops"] if two_crops else [])], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     return proc, proc.stdout.readline().strip()
 
 
-def measure(data: Path, out: Path, base_url: str, concurrency: int, run_id: str) -> tuple[float, int, int, float]:
+def measure(data: Path, out: Path, base_url: str, concurrency: int, run_id: str,
+            protocol: str | None = None) -> tuple[float, int, int, float]:
     config = RunConfig(data=str(data), agent="openai", judge="normalized", out=str(out), run_id=run_id,
-                       concurrency=concurrency, agent_options={"model": "bench", "base_url": base_url})
+                       concurrency=concurrency, agent_options={"model": "bench", "base_url": base_url},
+                       **({"protocol": protocol} if protocol else {}))
     started, cpu = time.perf_counter(), time.process_time()
     result = run(config)
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -69,10 +79,13 @@ def server_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def over_ideal(data: Path, out: Path, base_url: str, delay: float, ways: int, workers: int, server: int) -> str:
+def over_ideal(data: Path, out: Path, base_url: str, delay: float, ways: int, workers: int, server: int,
+               protocol: str | None = None) -> str:
     """One run of the dataset's episodes at concurrency `ways`: its wall time against the ideal, and the CPU
     of the driver, of the worker processes (reaped children) and of the stub server, per round."""
-    fields = {"workers": workers} if workers else {}
+    fields: dict = {"workers": workers} if workers else {}
+    if protocol:
+        fields["protocol"] = protocol
     config = RunConfig(data=str(data), agent="openai", judge="normalized", out=str(out), run_id=f"w{ways}-{workers}",
                        concurrency=ways, agent_options={"model": "bench", "base_url": base_url}, **fields)
     began = time.perf_counter()
@@ -107,6 +120,18 @@ def scale(tmp_path: Path, delays: list[float], ways: list[int], workers: list[in
             proc.terminate()
 
 
+def crop_heavy(tmp_path: Path, workers: list[int], protocol: str | None) -> None:
+    """Issue 13's crop-heavy workload: 208 episodes of crop, crop, answer over the 3000x2000 photo, 64-way, 1 s."""
+    data = write_tiny_dataset(tmp_path / "heavy", n_items=208)
+    photo(data.parent / "images" / "scene.png")
+    proc, url = serve(1.0, two_crops=True)
+    try:
+        for n in workers:
+            print(over_ideal(data, tmp_path / f"heavy{n}", url, 1.0, 64, n, proc.pid, protocol), flush=True)
+    finally:
+        proc.terminate()
+
+
 def photo(path: Path) -> None:
     """A 3000x2000 image with sensor-like noise over the tiny dataset's scene (keeps the sign where crops go)."""
     import numpy as np
@@ -129,6 +154,9 @@ def main() -> None:
     parser.add_argument("--ways", default="64,256", help="concurrencies (--scale)")
     parser.add_argument("--workers", default="0,2", help="worker processes, 0 = asyncio backend (--scale)")
     parser.add_argument("--waves", type=int, default=4, help="episodes per concurrency slot (--scale)")
+    parser.add_argument("--two-crops", action="store_true", help="crop, crop, answer (else crop, search, answer)")
+    parser.add_argument("--protocol", choices=["original", "arena"], help="the runs' protocol (default: by the data)")
+    parser.add_argument("--crop-heavy", action="store_true", help="only issue 13's crop-heavy workload (1 s, 64-way)")
     args = parser.parse_args()
     if args.fresh_crops:
         crop.ZOOMS.maxsize = 0
@@ -138,24 +166,28 @@ def main() -> None:
             scale(tmp_path, [float(d) for d in args.delays.split(",")], [int(w) for w in args.ways.split(",")],
                   [int(n) for n in args.workers.split(",")], args.waves)
             return
+        if args.crop_heavy:
+            crop_heavy(tmp_path, [int(n) for n in args.workers.split(",")], args.protocol)
+            return
         data = write_tiny_dataset(tmp_path / "data", n_items=args.tasks)
         if args.photo:
             photo(data.parent / "images" / "scene.png")
-        proc, url = serve(0.0)
+        proc, url = serve(0.0, args.two_crops)
         try:
-            measure(data, tmp_path / "warm", url, 4, "warm")
+            measure(data, tmp_path / "warm", url, 4, "warm", args.protocol)
             for concurrency in (1, 32, 64):
-                wall, rounds, episodes, cpu = measure(data, tmp_path / f"c{concurrency}", url, concurrency, "run")
+                wall, rounds, episodes, cpu = measure(data, tmp_path / f"c{concurrency}", url, concurrency, "run",
+                                                      args.protocol)
                 print(f"zero-latency server, concurrency {concurrency:>2}: {episodes} episodes, {rounds} rounds "
                       f"in {wall:.2f} s = {rounds / wall:.1f} rounds/s, harness CPU {cpu / rounds * 1000:.1f} ms "
                       "per round")
         finally:
             proc.terminate()
-        proc, url = serve(0.2)
+        proc, url = serve(0.2, args.two_crops)
         try:
             n = max(8, args.tasks // 8)
             small = write_tiny_dataset(tmp_path / "small", n_items=n)
-            wall, rounds, episodes, _ = measure(small, tmp_path / "slow", url, 1, "run")
+            wall, rounds, episodes, _ = measure(small, tmp_path / "slow", url, 1, "run", args.protocol)
             model = rounds * 0.2
             print(f"200 ms server, concurrency 1: {episodes} episodes, {rounds} calls, wall {wall:.2f} s, "
                   f"arena share {100 * (1 - model / wall):.1f} % ({(wall - model) / rounds * 1000:.1f} ms per round)")

@@ -8,11 +8,16 @@
 responder may return a string (the assistant content) or a Reply (status codes,
 delays, native tool calls, reasoning, usage, or a raw body). Every request is kept
 in `server.requests`; every POST's raw body and the raw bytes answered (status, body) in `server.exchanges`.
+
+The benchmarks' server (`python -m tests.support.openai_server`) keeps nothing (a run of 15 MB requests would
+hold gigabytes) and skims each body for what its scripted model needs (`skim`) instead of parsing megabytes of
+images in Python on the cores the harness is measured on.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -62,8 +67,18 @@ def completion_body(reply: Reply, model: str) -> dict[str, Any]:
     }
 
 
+_ASSISTANT = re.compile(rb'"role"\s*:\s*"assistant"')
+
+
+def skim(raw: bytes) -> dict[str, Any]:
+    """What the benchmarks' scripted model reads of a request (how many assistant turns it holds), found in the raw
+    body without parsing it: a stand-in for `json.loads` when the body carries megabytes of base64 images."""
+    return {"model": "bench", "messages": [{"role": "assistant"}] * len(_ASSISTANT.findall(raw))}
+
+
 class OpenAIStub:
-    def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0, keep: bool = True,
+                 parse: Callable[[bytes], Any] = json.loads):
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self.exchanges: list[tuple[bytes, int, bytes]] = []
@@ -100,14 +115,16 @@ class OpenAIStub:
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
-                self._raw = self.rfile.read(length)
+                raw = self.rfile.read(length)
+                self._raw = raw if keep else None
                 try:
-                    request = json.loads(self._raw or b"{}")
+                    request = parse(raw or b"{}")
                 except json.JSONDecodeError:
                     self._send(400, {"error": {"message": "bad json"}})
                     return
-                with stub._lock:
-                    stub.requests.append(request)
+                if keep:
+                    with stub._lock:
+                        stub.requests.append(request)
                 reply = stub.responder(request)
                 if isinstance(reply, str):
                     reply = Reply(content=reply)
@@ -152,15 +169,18 @@ def last_user_text(request: dict[str, Any]) -> str:
     return ""
 
 
-def bench_responder(delay: float) -> Responder:
-    """Crop, then search, then answer: the shape of a short VistaArena episode."""
+def bench_responder(delay: float, two_crops: bool = False) -> Responder:
+    """Crop, then search, then answer: the shape of a short VistaArena episode (`two_crops`: crop the sign, then a
+    second box of the image, then answer, as issue 13's crop-heavy workload)."""
     crop = '<think>zoom</think><tool_call>{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [700, 80, 960, 220]}}</tool_call>'
     search = '<think>search</think><tool_call>{"name": "text_search_tool", "arguments": {"query": "Orvanta Lighthouse"}}</tool_call>'
+    second = '<think>zoom</think><tool_call>{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [100, 450, 500, 900]}}</tool_call>'
     answer = "<think>done</think><answer>1874</answer>"
+    turns = (crop, second if two_crops else search, answer)
 
     def respond(request: dict[str, Any]) -> Reply:
         n = sum(1 for m in request.get("messages", []) if m.get("role") == "assistant")
-        return Reply(content=(crop, search, answer)[min(n, 2)], delay=delay)
+        return Reply(content=turns[min(n, 2)], delay=delay)
 
     return respond
 
@@ -171,8 +191,9 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(description="Serve the benchmark's scripted model on 127.0.0.1.")
     parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--two-crops", action="store_true", help="crop, crop, answer (else crop, search, answer)")
     args = parser.parse_args()
-    server = OpenAIStub(bench_responder(args.delay))
+    server = OpenAIStub(bench_responder(args.delay, args.two_crops), keep=False, parse=skim)
     print(server.base_url, flush=True)
     sys.stdout.flush()
     server._server.serve_forever()

@@ -183,3 +183,34 @@ def test_a_worker_killed_mid_run_fails_the_run_with_its_exit_code(tmp_path: Path
             run(config)
     assert f"worker process 0 (pid {killed[0]}) exited (exit code -9)" in str(failed.value)
     assert all(not p.is_alive() for p in made[0].procs)
+
+
+def test_a_worker_sends_each_blob_to_the_driver_once_and_the_run_stores_every_blob_it_refers_to(
+        tmp_path: Path, monkeypatch) -> None:
+    """The driver confirms the blobs of each episode it stored (`("stored", ids)`): a worker does not send them
+    again, so six episodes over one task image bring it at most once per worker (two workers, one episode each at
+    a time); every blob the episodes and their recorded calls name is in the run's store."""
+    import runs.workers as workers
+
+    received: list[str] = []
+    real = workers.receive
+
+    async def counting(store, writer, agents, episode_json, new, *rest):
+        received.extend(new)
+        return await real(store, writer, agents, episode_json, new, *rest)
+    monkeypatch.setattr(workers, "receive", counting)
+    data = write_tiny_dataset(tmp_path / "data", n_items=6)
+    task_image = (data.parent / "images" / "scene.png").read_bytes()
+    with OpenAIStub(crop_agent(False)) as server:
+        result = run(RunConfig(data=str(data), agent="openai", out=str(tmp_path / "logs"), max_rounds=[4],
+                               judge="normalized", concurrency=2, workers=2,
+                               agent_options={"model": "qwen", "base_url": server.base_url}))
+    assert len(result.episodes) == 6
+    store = RunStore(result.run_dir)
+    task_blobs = [b for b in set(received) if store.blobs.get(b) == task_image]
+    assert len(task_blobs) == 1 and 1 <= received.count(task_blobs[0]) <= 2  # (before: once per episode, six)
+    named = {b for e in result.episodes for b in e.images} | \
+        {b for e in result.episodes for s in e.steps if s.observation for b in s.observation.images}
+    assert len(named) == 4 and all(store.blobs.path(b).is_file() for b in named)  # the task image, three crops
+    for episode in result.episodes:  # every image of every recorded request rebuilt from its blob
+        assert len(read_calls(result.run_dir, episode.key)) == episode.totals.rounds == 4

@@ -18,8 +18,8 @@ tiny dataset against a local OpenAI-compatible server in a separate process:
     .venv/bin/python bench/overhead.py --scale [--delays 1,0.2] [--ways 64,256] [--workers 0,2]
     .venv/bin/python bench/overhead.py --crop-heavy [--workers 0,2] [--protocol P]
 
-`ARENA_ROOT=/path/to/another/checkout` imports the arena (and the stub server) from there, for before/after
-figures of the same script (a checkout without `--workers` takes only `--workers 0`).
+`ARENA_ROOT=/path/to/another/checkout` imports the arena from there, for before/after figures of the same script
+against the same stub server, always this checkout's (a checkout without `--workers` takes only `--workers 0`).
 
 `--photo` replaces the task image by a 3000x2000 photo-like (noisy) image, so each
 request carries ~1 MB of base64 PNG data, as with real photographs. Every episode zooms the same box; with
@@ -45,7 +45,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(os.environ.get("ARENA_ROOT") or Path(__file__).resolve().parents[1]).resolve()
+HERE = Path(__file__).resolve().parents[1]
+ROOT = Path(os.environ.get("ARENA_ROOT") or HERE).resolve()
 sys.path.insert(0, str(ROOT))
 
 import tools.crop as crop  # noqa: E402
@@ -54,9 +55,20 @@ from runs.runner import run  # noqa: E402
 from tests.support.tiny_dataset import write_tiny_dataset  # noqa: E402
 
 
+def dataset(path: Path, n_items: int, with_photo: bool = False) -> Path:
+    """The tiny dataset with `n_items` tasks (the 3000x2000 photo as its image with `with_photo`), 2.1 s old when
+    returned: a run remembers a task file's digest only once it has settled (`runs.file_digests.RACY_NS`), as the
+    files of any dataset read by a run are, so a benchmark over files seconds old would hash them at every use."""
+    data = write_tiny_dataset(path, n_items=n_items)
+    if with_photo:
+        photo(data.parent / "images" / "scene.png")
+    time.sleep(2.1)
+    return data
+
+
 def serve(delay: float, two_crops: bool = False) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "tests.support.openai_server", "--delay", str(delay),
-                             *(["--two-crops"] if two_crops else [])], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+                             *(["--two-crops"] if two_crops else [])], cwd=HERE, stdout=subprocess.PIPE, text=True)
     return proc, proc.stdout.readline().strip()
 
 
@@ -113,7 +125,7 @@ def scale(tmp_path: Path, delays: list[float], ways: list[int], workers: list[in
         proc, url = serve(delay)
         try:
             for way in ways:
-                data = write_tiny_dataset(tmp_path / f"data{way}", n_items=waves * way)
+                data = dataset(tmp_path / f"data{way}", waves * way)
                 for n in workers:
                     print(over_ideal(data, tmp_path / f"d{delay}", url, delay, way, n, proc.pid), flush=True)
         finally:
@@ -122,8 +134,7 @@ def scale(tmp_path: Path, delays: list[float], ways: list[int], workers: list[in
 
 def crop_heavy(tmp_path: Path, workers: list[int], protocol: str | None) -> None:
     """Issue 13's crop-heavy workload: 208 episodes of crop, crop, answer over the 3000x2000 photo, 64-way, 1 s."""
-    data = write_tiny_dataset(tmp_path / "heavy", n_items=208)
-    photo(data.parent / "images" / "scene.png")
+    data = dataset(tmp_path / "heavy", 208, with_photo=True)
     proc, url = serve(1.0, two_crops=True)
     try:
         for n in workers:
@@ -169,9 +180,7 @@ def main() -> None:
         if args.crop_heavy:
             crop_heavy(tmp_path, [int(n) for n in args.workers.split(",")], args.protocol)
             return
-        data = write_tiny_dataset(tmp_path / "data", n_items=args.tasks)
-        if args.photo:
-            photo(data.parent / "images" / "scene.png")
+        data = dataset(tmp_path / "data", args.tasks, with_photo=args.photo)
         proc, url = serve(0.0, args.two_crops)
         try:
             measure(data, tmp_path / "warm", url, 4, "warm", args.protocol)
@@ -186,7 +195,7 @@ def main() -> None:
         proc, url = serve(0.2, args.two_crops)
         try:
             n = max(8, args.tasks // 8)
-            small = write_tiny_dataset(tmp_path / "small", n_items=n)
+            small = dataset(tmp_path / "small", n)
             wall, rounds, episodes, _ = measure(small, tmp_path / "slow", url, 1, "run", args.protocol)
             model = rounds * 0.2
             print(f"200 ms server, concurrency 1: {episodes} episodes, {rounds} calls, wall {wall:.2f} s, "

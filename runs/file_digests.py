@@ -61,6 +61,7 @@ class FileDigests:
 
     def __init__(self, directory: Path | None):
         self._known: dict[str, tuple[Signature, str]] = {}
+        self._asked: set[str] = set()  # paths looked up in SQLite
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         if directory is None:
@@ -70,6 +71,7 @@ class FileDigests:
             self._db = sqlite3.connect(directory / "file-digests.sqlite", timeout=5, check_same_thread=False,
                                        isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # a cache: no fsync per remembered digest
             self._db.execute("CREATE TABLE IF NOT EXISTS digests (path TEXT PRIMARY KEY, signature TEXT NOT NULL, "
                              "blob_id TEXT NOT NULL)")
         except (OSError, sqlite3.Error) as exc:
@@ -79,7 +81,8 @@ class FileDigests:
     def get(self, path: str, sig: Signature) -> str | None:
         with self._lock:
             known = self._known.get(path)
-            if known is None and self._db is not None:
+            if known is None and self._db is not None and path not in self._asked:
+                self._asked.add(path)  # (asked once per process: a digest this process finds is kept in memory)
                 try:
                     row = self._db.execute("SELECT signature, blob_id FROM digests WHERE path = ?", (path,)).fetchone()
                 except sqlite3.Error:
@@ -90,6 +93,8 @@ class FileDigests:
 
     def put(self, path: str, sig: Signature, blob_id: str) -> None:
         with self._lock:
+            if self._known.get(path) == (sig, blob_id):
+                return
             self._known[path] = (sig, blob_id)
             if self._db is not None:
                 try:

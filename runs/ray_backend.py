@@ -32,7 +32,7 @@ from endpoints import transcript
 
 from .allocator import keep_freed_memory
 from .config import EndpointLimit, RunConfig
-from .file_digests import remember, remembered
+from .file_digests import remember, remembered, signature
 from .limits import EndpointGate
 from .store import RunStore
 from .workbench import EpisodeJob, Workbench
@@ -67,7 +67,10 @@ class MemoryBlobStore(BlobStore):
         if known is not None and known in self.stored:
             self.files[known] = Path(where)
             return known
-        blob_id = self.put(Path(where).read_bytes(), Path(where).suffix.lstrip(".").lower() or "bin")
+        data, ext = Path(where).read_bytes(), Path(where).suffix.lstrip(".").lower() or "bin"
+        if known is not None and signature(where) == before:  # read while the file held: not hashed again
+            return self.put(data, ext, blob_id=known)
+        blob_id = self.put(data, ext)
         remember(where, before, blob_id)
         return blob_id
 

@@ -28,7 +28,7 @@ from arena.blobs import BlobStore
 from arena.jsonl import append_line
 from endpoints import transcript
 
-from .file_digests import put_task_file
+from .file_digests import put_task_file, remembered
 
 T = TypeVar("T")
 
@@ -146,10 +146,11 @@ async def settled(future: "Future[T]") -> T:
 
 class WriterBlobStore(BlobStore):
     """A run's blob store whose writes go through the run writer: `put` returns the id at once (the write is
-    queued, atomic as ever), reads see blobs still waiting to be written. With `wait`, `put` returns once the blob
-    is on disk (for callers off the event loop that may read it by path, as episodes do from asyncio's threads).
-    `put_file` always waits: the file is copied by the kernel, and hashed only if its digest is not remembered from
-    an earlier run over it (`runs.file_digests`)."""
+    queued, atomic as ever; nothing is queued for a blob already on disk), reads see blobs still waiting to be
+    written. With `wait`, `put` returns once the blob is on disk (for callers off the event loop that may read it by path, as episodes do from asyncio's threads).
+    `put_file` returns at once for a file already stored under its remembered digest (`runs.file_digests`: the
+    episodes of a task after the first), else waits for the writer: the file is copied by the kernel, and hashed
+    only if its digest is not remembered from an earlier run over it."""
 
     def __init__(self, root: str | Path, writer: RunWriter, wait: bool = False):
         super().__init__(root)
@@ -159,6 +160,8 @@ class WriterBlobStore(BlobStore):
 
     def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
         blob_id = blob_id or f"sha256:{hashlib.sha256(data).hexdigest()}.{ext}"
+        if self.path(blob_id).exists():  # stored already (the same crop, another episode): nothing to queue
+            return blob_id
         if self.wait:
             return self.writer.submit(self.write, blob_id, data).result()
         with self._lock:
@@ -170,7 +173,10 @@ class WriterBlobStore(BlobStore):
         return blob_id
 
     def put_file(self, path: str | Path) -> str:
-        return self.writer.submit(put_task_file, self, path).result()
+        where, _, known = remembered(path)  # already stored under its remembered digest: nothing to queue
+        if known is not None and self.path(known).exists():
+            return known
+        return self.writer.submit(put_task_file, self, where).result()
 
     def _write(self, blob_id: str, data: bytes) -> None:
         try:

@@ -149,3 +149,35 @@ def test_a_task_file_is_copied_once_per_run_hashed_once_and_stored_as_its_bytes(
     changed = BlobStore(tmp_path / "run1" / "blobs").put_file(photo)
     assert changed != first and BlobStore(tmp_path / "run1" / "blobs").get(changed) == photo.read_bytes()
     assert BlobStore(tmp_path / "run1" / "blobs").get(first) != photo.read_bytes()  # the first stays as it was
+
+
+def test_a_blob_or_task_file_already_stored_does_not_wait_behind_the_writers_queue(
+        tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
+    """An episode storing its task file (remembered and in the store) or a crop already stored by another episode
+    gets its id while the writer is still busy (fsyncs of other episodes at 256-way): nothing is queued for it."""
+    from tests.support.tiny_dataset import scene
+    monkeypatch.setattr(file_digests, "time_ns", lambda: time.time_ns() + 10_000_000_000)  # the file has settled
+    photo = tmp_path / "photo.png"
+    scene(64, 48).save(photo, format="PNG")
+    store = WriterBlobStore(tmp_path / "run" / "blobs", writer, wait=True)
+    task, crop = store.put_file(photo), store.put(b"crop bytes", "png")
+    gate = threading.Event()
+    busy = writer.submit(gate.wait, 30)  # the writer is busy until the gate opens
+    try:
+        again = None
+
+        def episode() -> None:
+            nonlocal again
+            again = (store.put_file(photo), store.put(b"crop bytes", "png"))
+        thread = threading.Thread(target=episode)
+        thread.start()
+        thread.join(timeout=5)
+        assert again == (task, crop) and not busy.done()
+        fresh = threading.Thread(target=store.put, args=(b"a new crop", "png"))  # a new blob waits for the writer
+        fresh.start()
+        fresh.join(timeout=0.5)
+        assert fresh.is_alive()
+    finally:
+        gate.set()
+    fresh.join(timeout=5)
+    assert busy.result() is True and store.get(store.put(b"a new crop", "png")) == b"a new crop"

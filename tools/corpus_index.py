@@ -84,7 +84,8 @@ class CorpusIndex:
         if not tokens[0] or not self.documents:
             return []
         k = min(k, len(self.documents))
-        ids, scores = self._bm25.retrieve(tokens, k=k, show_progress=False, n_threads=1)
+        # n_threads=0: in this thread (any other number makes bm25s start and join a thread pool at every call)
+        ids, scores = self._bm25.retrieve(tokens, k=k, show_progress=False, n_threads=0)
         terms = set(tokens[0])
         hits = []
         for doc_id, score in zip(ids[0], scores[0]):

@@ -29,6 +29,7 @@ $(BENCH_STAMP): pyproject.toml $(STAMP)
 # the peers' table in README.md (between the peers markers) is rewritten from this run
 bench: $(BENCH_STAMP) chromium
 	$(PY) bench/overhead.py
+	$(PY) bench/overhead.py --crop-heavy --protocol arena
 	$(PY) bench/png_levels.py
 	$(PY) bench/peers.py --readme README.md
 

@@ -10,8 +10,9 @@ Tool modes:
 
 Images go as PNG data URLs, smart-resized as a Qwen-VL processor would
 (`image_factor`, `image_min_pixels`, `image_max_pixels`); each image is encoded
-once per episode and its `image_url` part serialised once per episode (an
-`orjson.Fragment` the request body copies).
+once per size while cached, and its `image_url` part serialised once (an
+`orjson.Fragment` sent as its own bytes, shared by the episodes that show it,
+carrying the PNG for the recorder: `endpoints.transcript.serialised_part`).
 
 Limits (`agents.context_policy`): `max_images` and `max_context_tokens` leave old
 returned images, then old observation texts, out of the transcript (one-line

@@ -14,6 +14,11 @@ from .context_image import png_of
 from .images import decode_image
 
 
+def file_ext(path: str | Path) -> str:
+    """The blob extension of a file: its suffix in lower case, `bin` without one."""
+    return Path(path).suffix.lstrip(".").lower() or "bin"
+
+
 class BlobStore:
     """Stores bytes once under `blobs/sha256/<2>/<rest>.<ext>`; ids look like `sha256:<hex>.png`.
 
@@ -63,8 +68,7 @@ class BlobStore:
     def put_file(self, path: str | Path) -> str:
         """Store a file, named by the hash of the copy made. (A run's store remembers files' digests across uses and
         runs: `runs.file_digests`.)"""
-        path = Path(path)
-        return self.write(None, path, path.suffix.lstrip(".").lower() or "bin")
+        return self.write(None, Path(path), file_ext(path))
 
     def get(self, blob_id: str) -> bytes:
         return self.path(blob_id).read_bytes()

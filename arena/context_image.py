@@ -4,7 +4,8 @@ Decoded task images (reduced past `images.MAX_SOURCE_PIXELS`) and model encoding
 by blob id in byte-bounded LRUs (`ARENA_IMAGE_CACHE_MB`, default 768); episodes do not pin decoded pixels (an
 evicted image is decoded again). Cached images are shared: never modify one in place. `MODEL_PNGS` keeps the PNG
 sent to a model per content and size setting (the agent makes the data URL, and hands these bytes to the recorder
-with it: `endpoints.transcript.serialised_part`). `PNGS` keeps an image object's PNG (`png_of`) by id(image); its entry holds the image, so the id is not reused."""
+with it: `endpoints.transcript.serialised_part`). `PNGS` keeps an image object's PNG (`png_of`) by id(image); its
+entry holds the image, so the id is not reused."""
 
 from __future__ import annotations
 

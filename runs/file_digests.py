@@ -30,7 +30,7 @@ import threading
 from pathlib import Path
 from time import time_ns
 
-from arena.blobs import BlobStore
+from arena.blobs import BlobStore, file_ext
 
 logger = logging.getLogger(__name__)
 Signature = tuple[int, int, int, int, int]  # device, inode, size, mtime_ns, ctime_ns
@@ -148,6 +148,6 @@ def put_task_file(blobs: BlobStore, path: str | Path) -> str:
                 return known
         finally:
             Path(tmp).unlink(missing_ok=True)
-    blob_id = blobs.write(None, Path(where), Path(where).suffix.lstrip(".").lower() or "bin")
+    blob_id = blobs.write(None, Path(where), file_ext(where))
     remember(where, before, blob_id)  # (not if it changed while copied, or may change again unseen)
     return blob_id

@@ -26,7 +26,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from arena.blobs import BlobStore
+from arena.blobs import BlobStore, file_ext
 from arena.trajectory import Episode
 from endpoints import transcript
 
@@ -67,7 +67,7 @@ class MemoryBlobStore(BlobStore):
         if known is not None and known in self.stored:
             self.files[known] = Path(where)
             return known
-        data, ext = Path(where).read_bytes(), Path(where).suffix.lstrip(".").lower() or "bin"
+        data, ext = Path(where).read_bytes(), file_ext(where)
         if known is not None and signature(where) == before:  # read while the file held: not hashed again
             return self.put(data, ext, blob_id=known)
         blob_id = self.put(data, ext)

@@ -147,7 +147,8 @@ async def settled(future: "Future[T]") -> T:
 class WriterBlobStore(BlobStore):
     """A run's blob store whose writes go through the run writer: `put` returns the id at once (the write is
     queued, atomic as ever; nothing is queued for a blob already on disk), reads see blobs still waiting to be
-    written. With `wait`, `put` returns once the blob is on disk (for callers off the event loop that may read it by path, as episodes do from asyncio's threads).
+    written. With `wait`, `put` returns once the blob is on disk (for callers off the event loop that may read it
+    by path, as episodes do from asyncio's threads).
     `put_file` returns at once for a file already stored under its remembered digest (`runs.file_digests`: the
     episodes of a task after the first), else waits for the writer: the file is copied by the kernel, and hashed
     only if its digest is not remembered from an earlier run over it."""

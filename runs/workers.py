@@ -258,21 +258,22 @@ class WorkerBackend:
         future = asyncio.get_running_loop().create_future()
         self._pending[job_id] = (worker, future)
         self._load[worker] += 1
-        try:
-            self.jobs[worker].put(("play", job_id, job.model_dump_json(), blobs, transcript.recorded_request()))
-            message = await future
-        except asyncio.CancelledError:
-            self._pending.pop(job_id, None)
-            self.jobs[worker].put(("cancel", job_id))
-            raise
+        try:  # the worker counts as loaded until its blobs are confirmed, so a job sent to it comes after the ack
+            try:
+                self.jobs[worker].put(("play", job_id, job.model_dump_json(), blobs, transcript.recorded_request()))
+                message = await future
+            except asyncio.CancelledError:
+                self._pending.pop(job_id, None)
+                self.jobs[worker].put(("cancel", job_id))
+                raise
+            if message[0] == "error":
+                raise WorkerError(f"worker process {worker} could not play episode {job.key}: {message[2]}")
+            episode = await receive(self.store, self.writer, self.agents, *message[2:], f"worker process {worker}")
+            if message[3] and self.procs[worker].is_alive():
+                self.jobs[worker].put(("stored", list(message[3])))
+            return episode
         finally:
             self._load[worker] -= 1
-        if message[0] == "error":
-            raise WorkerError(f"worker process {worker} could not play episode {job.key}: {message[2]}")
-        episode = await receive(self.store, self.writer, self.agents, *message[2:], f"worker process {worker}")
-        if message[3] and self.procs[worker].is_alive():
-            self.jobs[worker].put(("stored", list(message[3])))
-        return episode
 
     def _stop(self) -> None:
         self._closing = True

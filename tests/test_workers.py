@@ -3,6 +3,7 @@ as the asyncio backend; the driver alone writes; endpoint limits, resume and sto
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -193,10 +194,14 @@ def test_a_worker_sends_each_blob_to_the_driver_once_and_the_run_stores_every_bl
     import runs.workers as workers
 
     received: list[str] = []
+    late: list[int] = []
     real = workers.receive
 
     async def counting(store, writer, agents, episode_json, new, *rest):
         received.extend(new)
+        if rest[-1] == "worker process 0" and not late:  # worker 0's first episode is stored late, so worker 1's
+            late.append(1)                                  # ends first: the next job must not reach worker 0
+            await asyncio.sleep(0.5)                        # before its confirmation
         return await real(store, writer, agents, episode_json, new, *rest)
     monkeypatch.setattr(workers, "receive", counting)
     data = write_tiny_dataset(tmp_path / "data", n_items=6)

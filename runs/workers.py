@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import multiprocessing
 import os
 import queue
+import sys
 import threading
 import traceback
 from contextlib import asynccontextmanager
@@ -87,12 +89,26 @@ class DriverGate:
 
 def worker_main(config_json: str, run_id: str, jobs: Any, results: Any, worker: int,
                 learned: dict[str, dict[str, Any]]) -> None:
-    """Entry point of a worker process; `learned`: the limits the run has learned so far, by agent id."""
+    """Entry point of a worker process; `learned`: the limits the run has learned so far, by agent id.
+
+    The process ends with `os._exit` once its workbench is closed and its messages are flushed to the driver: the
+    interpreter's teardown (freeing every module, ~0.13 s) is skipped, which every run's end waited for (exit code
+    0, or 1 after a failure it reported)."""
     keep_freed_memory()
+    driver, code = os.getppid(), 0
     try:
         asyncio.run(_serve(config_json, run_id, jobs, results, worker, learned))
     except BaseException:
+        code = 1
         results.put(("failed", worker, traceback.format_exc(limit=8)))
+    finally:
+        results.close()
+        if os.getppid() == driver:
+            results.join_thread()  # every message is in the pipe before the process ends
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker: int,

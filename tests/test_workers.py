@@ -219,3 +219,33 @@ def test_a_worker_sends_each_blob_to_the_driver_once_and_the_run_stores_every_bl
     assert len(named) == 4 and all(store.blobs.path(b).is_file() for b in named)  # the task image, three crops
     for episode in result.episodes:  # every image of every recorded request rebuilt from its blob
         assert len(read_calls(result.run_dir, episode.key)) == episode.totals.rounds == 4
+
+
+def test_workers_end_with_exit_code_0_after_a_run_and_1_after_a_failure_they_reported(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    """A worker ends by `os._exit` once its messages are flushed: after a run every worker has exited with 0 and
+    every episode arrived; a worker that cannot start reports why, then exits with 1."""
+    import multiprocessing
+
+    from runs.workers import worker_main
+
+    made: list[WorkerBackend] = []
+    start = WorkerBackend.__init__
+
+    def keep(self, *args, **kwargs) -> None:
+        start(self, *args, **kwargs)
+        made.append(self)
+    monkeypatch.setattr(WorkerBackend, "__init__", keep)
+    data = write_tiny_dataset(tmp_path / "data", n_items=4)
+    with OpenAIStub(lambda request: "<answer>1874</answer>") as server:
+        result = run(RunConfig(data=str(data), agent="openai", judge="normalized", out=str(tmp_path / "logs"),
+                               concurrency=4, workers=2, agent_options={"model": "m", "base_url": server.base_url}))
+    assert len(result.episodes) == 4 and [p.exitcode for p in made[0].procs] == [0, 0]
+
+    context = multiprocessing.get_context("spawn")
+    jobs, results = context.Queue(), context.Queue()
+    proc = context.Process(target=worker_main, args=("{not json", "r", jobs, results, 3, {}))
+    proc.start()
+    kind, worker, message = results.get(timeout=60)
+    proc.join(timeout=30)
+    assert (kind, worker, proc.exitcode) == ("failed", 3, 1) and "ValidationError" in message

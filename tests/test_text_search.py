@@ -52,3 +52,20 @@ def test_missing_or_broken_corpus_is_a_tool_error(tmp_path, tiny_data):
     ds.corpus = broken
     with pytest.raises(ToolError, match=r"docs.jsonl:2"):
         asyncio.run(TextSearchTool()({"query": "x"}, ctx_for(ds)))
+    (tmp_path / "dir" / "docs.jsonl").mkdir(parents=True)  # a directory where the file should be
+    ds.corpus = tmp_path / "dir"
+    with pytest.raises(ToolError, match="no docs.jsonl"):
+        asyncio.run(TextSearchTool()({"query": "x"}, ctx_for(ds)))
+
+
+def test_the_index_is_built_once_per_file_version_whatever_path_reaches_it(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    docs = corpus / "docs.jsonl"
+    docs.write_text(json.dumps({"id": "1", "url": "u", "title": "Zarkon", "text": "The Zarkon bridge."}) + "\n")
+    (tmp_path / "link").symlink_to(corpus)
+    first = CorpusIndex.for_dir(corpus)
+    assert CorpusIndex.for_dir(tmp_path / "link") is first
+    docs.write_text(json.dumps({"id": "2", "url": "v", "title": "Quellin", "text": "The Quellin tower."}) + "\n")
+    again = CorpusIndex.for_dir(corpus)
+    assert again is not first and [h.document.id for h in again.search("Quellin tower")] == ["2"]

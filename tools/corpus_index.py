@@ -8,10 +8,12 @@ under a second) and cached per process and file version.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 
 import bm25s
 import numpy as np
@@ -59,7 +61,7 @@ def read_documents(path: Path) -> list[Document]:
 class CorpusIndex:
     """BM25 over title + text; `search` returns hits with an extractive summary of each page."""
 
-    _cache: dict[tuple[str, float, int], "CorpusIndex"] = {}
+    _cache: dict[tuple[int, int, int, int, int], "CorpusIndex"] = {}
     _lock = threading.Lock()
 
     def __init__(self, documents: list[Document]):
@@ -69,11 +71,16 @@ class CorpusIndex:
 
     @classmethod
     def for_dir(cls, corpus_dir: Path) -> "CorpusIndex":
+        """The index of `corpus_dir/docs.jsonl`, built once per file version: one `stat` per call, the file known by
+        its device and inode (whatever path or link reaches it), size, and modification and change times."""
         path = Path(corpus_dir) / "docs.jsonl"
-        if not path.is_file():
+        try:
+            stat = os.stat(path)
+        except OSError:
+            stat = None
+        if stat is None or not S_ISREG(stat.st_mode):
             raise DatasetError(f"{corpus_dir}: no docs.jsonl in the corpus directory")
-        stat = path.stat()
-        key = (str(path.resolve()), stat.st_mtime, stat.st_size)
+        key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
         with cls._lock:
             if key not in cls._cache:
                 cls._cache[key] = cls(read_documents(path))

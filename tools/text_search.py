@@ -38,11 +38,10 @@ class CorpusBackend:
 
     async def search(self, query: str, k: int, dataset: Dataset) -> list[SearchResult]:
         corpus = corpus_dir(dataset)
-        try:
-            index = await asyncio.to_thread(CorpusIndex.for_dir, corpus)
+        try:  # one trip to a thread for the index (built once per file version) and the search
+            hits = await asyncio.to_thread(lambda: CorpusIndex.for_dir(corpus).search(query, k))
         except DatasetError as exc:
             raise ToolError(f"the search corpus cannot be read: {exc}") from None
-        hits = await asyncio.to_thread(index.search, query, k)
         return [SearchResult(title=h.document.title, url=h.document.url, text=h.extract, score=h.score) for h in hits]
 
 

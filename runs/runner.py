@@ -29,7 +29,7 @@ from arena.verdict import Verdict
 from endpoints import transcript
 from judges.metrics import AUTO, judge_for, judge_for_task
 
-from .allocator import keep_freed_memory
+from .allocator import keep_freed_memory, startup_frozen
 from .config import RunConfig, slug
 from .fork import fork_prefix
 from .judging import Judges
@@ -165,7 +165,8 @@ async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | N
     config = config.model_copy(deep=True)
     bench = Workbench(config)
     try:
-        return await _execute(config, bench, progress=progress, force=force, on_start=on_start, run_dir=run_dir)
+        with startup_frozen():
+            return await _execute(config, bench, progress=progress, force=force, on_start=on_start, run_dir=run_dir)
     finally:
         await bench.aclose()
 

@@ -35,7 +35,7 @@ from typing import Any, AsyncIterator
 from arena.trajectory import Episode
 from endpoints import transcript
 
-from .allocator import keep_freed_memory
+from .allocator import keep_freed_memory, startup_frozen
 from .config import RunConfig
 from .limits import EndpointGate
 from .ray_backend import apply_learned, play_recorded, prefix_blobs, receive, shipped_config
@@ -149,15 +149,16 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
             running.pop(job_id, None)
 
     try:
-        while (message := await inbox.get()) is not None:
-            if message[0] == "play":
-                running[message[1]] = asyncio.ensure_future(play(*message[1:]))
-            elif message[0] == "cancel" and message[1] in running:
-                running[message[1]].cancel()
-            elif message[0] == "granted":
-                gate.grant(message[1])
-            elif message[0] == "stored":
-                stored.update(message[1])
+        with startup_frozen():  # the workbench and modules stay out of full collections while the worker plays
+            while (message := await inbox.get()) is not None:
+                if message[0] == "play":
+                    running[message[1]] = asyncio.ensure_future(play(*message[1:]))
+                elif message[0] == "cancel" and message[1] in running:
+                    running[message[1]].cancel()
+                elif message[0] == "granted":
+                    gate.grant(message[1])
+                elif message[0] == "stored":
+                    stored.update(message[1])
     finally:
         for task in running.values():
             task.cancel()

@@ -3,10 +3,12 @@ the kernel and being faulted in again, page by page, at the next allocation (gli
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
 import textwrap
+import weakref
 
 import pytest
 
@@ -64,3 +66,26 @@ def test_tuning_is_done_once_per_process(monkeypatch) -> None:
     first = allocator.keep_freed_memory()
     monkeypatch.setattr(allocator.ctypes, "CDLL", lambda *a: (_ for _ in ()).throw(AssertionError("again")))
     assert allocator.keep_freed_memory() is first
+
+
+def test_startup_objects_are_frozen_while_a_run_plays_and_garbage_is_still_collected() -> None:
+    class Node:
+        me: object = None
+
+    before = Node()
+    before.me = before  # garbage in a cycle when the run starts: collected before the freeze, not frozen with it
+    gone = weakref.ref(before)
+    del before
+    assert gc.get_freeze_count() == 0
+    with allocator.startup_frozen():
+        assert gc.get_freeze_count() > 0 and gone() is None
+        made = Node()
+        made.me = made
+        inside = weakref.ref(made)
+        del made
+        gc.collect()
+        assert inside() is None  # cycles made while playing are collected as before
+        with allocator.startup_frozen():  # a second run in the same process
+            pass
+        assert gc.get_freeze_count() > 0  # the inner run's end does not unfreeze the outer run's objects
+    assert gc.get_freeze_count() == 0

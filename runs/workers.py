@@ -21,8 +21,8 @@ A worker that dies fails the jobs it held, with its exit code; a worker whose dr
 from __future__ import annotations
 
 import asyncio
+import atexit
 import itertools
-import logging
 import multiprocessing
 import os
 import queue
@@ -91,9 +91,10 @@ def worker_main(config_json: str, run_id: str, jobs: Any, results: Any, worker: 
                 learned: dict[str, dict[str, Any]]) -> None:
     """Entry point of a worker process; `learned`: the limits the run has learned so far, by agent id.
 
-    The process ends with `os._exit` once its workbench is closed and its messages are flushed to the driver: the
-    interpreter's teardown (freeing every module, ~0.13 s) is skipped, which every run's end waited for (exit code
-    0, or 1 after a failure it reported)."""
+    The process ends with `os._exit` once its workbench is closed, its messages are flushed to the driver and the
+    exit handlers have run (`atexit`: logging's flush, multiprocessing's finalizers, which unlink the semaphores a
+    library made here, such as tqdm's lock): the interpreter's teardown (freeing every module, ~0.13 s) is
+    skipped, which every run's end waited for (exit code 0, or 1 after a failure it reported)."""
     keep_freed_memory()
     driver, code = os.getppid(), 0
     try:
@@ -105,7 +106,7 @@ def worker_main(config_json: str, run_id: str, jobs: Any, results: Any, worker: 
         results.close()
         if os.getppid() == driver:
             results.join_thread()  # every message is in the pipe before the process ends
-        logging.shutdown()
+        atexit._run_exitfuncs()  # what a normal exit runs before the teardown (else: "leaked semaphore" warnings)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -7,6 +7,8 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -249,3 +251,38 @@ def test_workers_end_with_exit_code_0_after_a_run_and_1_after_a_failure_they_rep
     kind, worker, message = results.get(timeout=60)
     proc.join(timeout=30)
     assert (kind, worker, proc.exitcode) == ("failed", 3, 1) and "ValidationError" in message
+
+
+# A worker in which a library made a multiprocessing lock, as tqdm does for bm25s' progress bars in every worker
+# that searches text; run as a file so that the spawned child can import `child`.
+LOCK_IN_A_WORKER = """
+import multiprocessing
+from runs.workers import worker_main
+
+KEPT = []
+
+def child(*args):
+    KEPT.append(multiprocessing.RLock())  # kept for the process's life, as tqdm keeps its lock
+    worker_main(*args)
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context("spawn")
+    jobs, results = context.Queue(), context.Queue()
+    proc = context.Process(target=child, args=("{not json", "r", jobs, results, 0, {}))
+    proc.start()
+    print(results.get(timeout=60)[0])
+    proc.join(timeout=30)
+    print(proc.exitcode)
+"""
+
+
+def test_a_worker_ending_by_os_exit_still_unlinks_the_semaphores_made_in_it(tmp_path: Path) -> None:
+    """Ending by `os._exit` skips the interpreter's teardown but not its exit handlers: a semaphore a library made
+    in the worker is unlinked by the worker, so the driver's resource tracker has nothing to warn about."""
+    script = tmp_path / "lock_in_a_worker.py"
+    script.write_text(LOCK_IN_A_WORKER)
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.stdout.split() == ["failed", "1"], done.stderr
+    assert "leaked semaphore" not in done.stderr and "resource_tracker" not in done.stderr, done.stderr

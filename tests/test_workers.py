@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -22,7 +23,7 @@ from runs.fork import fork_config
 from runs.rundata import load_run
 from runs.runner import run
 from runs.store import RunStore
-from runs.workers import WorkerBackend, WorkerError
+from runs.workers import WorkerBackend, WorkerError, worker_main
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.real_server import RealServer, Rules
 from tests.support.tiny_dataset import write_tiny_dataset
@@ -162,15 +163,21 @@ def test_limits_learned_in_workers_reach_run_json_and_workers_of_the_next_sessio
     assert len(RunStore(store.dir).episodes()) == len(lines)
 
 
-def test_a_worker_killed_mid_run_fails_the_run_with_its_exit_code(tmp_path: Path, monkeypatch) -> None:
-    data = write_tiny_dataset(tmp_path / "data", n_items=8)
-    made: list[WorkerBackend] = []
+@pytest.fixture
+def made(monkeypatch) -> list[WorkerBackend]:
+    """Every `WorkerBackend` the test's runs make, in order (their processes, pids and exit codes)."""
+    backends: list[WorkerBackend] = []
     start = WorkerBackend.__init__
 
     def keep(self, *args, **kwargs) -> None:
         start(self, *args, **kwargs)
-        made.append(self)
+        backends.append(self)
     monkeypatch.setattr(WorkerBackend, "__init__", keep)
+    return backends
+
+
+def test_a_worker_killed_mid_run_fails_the_run_with_its_exit_code(tmp_path: Path, made: list[WorkerBackend]) -> None:
+    data = write_tiny_dataset(tmp_path / "data", n_items=8)
     killed: list[int] = []
 
     def respond(request: dict) -> Reply:  # the first request kills worker 0 (it holds episodes in flight)
@@ -223,21 +230,10 @@ def test_a_worker_sends_each_blob_to_the_driver_once_and_the_run_stores_every_bl
         assert len(read_calls(result.run_dir, episode.key)) == episode.totals.rounds == 4
 
 
-def test_workers_end_with_exit_code_0_after_a_run_and_1_after_a_failure_they_reported(tmp_path: Path,
-                                                                                      monkeypatch) -> None:
+def test_workers_end_with_exit_code_0_after_a_run_and_1_after_a_failure_they_reported(
+        tmp_path: Path, made: list[WorkerBackend]) -> None:
     """A worker ends by `os._exit` once its messages are flushed: after a run every worker has exited with 0 and
     every episode arrived; a worker that cannot start reports why, then exits with 1."""
-    import multiprocessing
-
-    from runs.workers import worker_main
-
-    made: list[WorkerBackend] = []
-    start = WorkerBackend.__init__
-
-    def keep(self, *args, **kwargs) -> None:
-        start(self, *args, **kwargs)
-        made.append(self)
-    monkeypatch.setattr(WorkerBackend, "__init__", keep)
     data = write_tiny_dataset(tmp_path / "data", n_items=4)
     with OpenAIStub(lambda request: "<answer>1874</answer>") as server:
         result = run(RunConfig(data=str(data), agent="openai", judge="normalized", out=str(tmp_path / "logs"),

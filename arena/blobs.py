@@ -10,7 +10,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from .context_image import png_of
+from .context_image import LRU, png_of
 from .images import decode_image
 
 
@@ -19,12 +19,20 @@ def file_ext(path: str | Path) -> str:
     return Path(path).suffix.lstrip(".").lower() or "bin"
 
 
-class BlobStore:
-    """Stores bytes once under `blobs/sha256/<2>/<rest>.<ext>`; ids look like `sha256:<hex>.png`.
+_IDS: LRU[tuple[int, str], tuple[bytes, str]] = LRU(256, 64 << 20, lambda kept: len(kept[0]))
 
-    Writes are atomic (temporary file, then rename), so a killed run never leaves
-    a half-written blob under its final name.
-    """
+
+def content_id(data: bytes, ext: str) -> str:
+    """The blob id of `data`; a `bytes` object (never changed) is hashed once while in `_IDS` (a crop served again)."""
+    kept = _IDS.get((id(data), ext))
+    if kept is None or kept[0] is not data or type(data) is not bytes:
+        _IDS.put((id(data), ext), kept := (data, f"sha256:{hashlib.sha256(data).hexdigest()}.{ext}"))
+    return kept[1]
+
+
+class BlobStore:
+    """Stores bytes once under `blobs/sha256/<2>/<rest>.<ext>`; ids look like `sha256:<hex>.png`. Writes are atomic
+    (temporary file, then rename): a killed run never leaves a half-written blob under its final name."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
@@ -37,7 +45,7 @@ class BlobStore:
 
     def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
         """Store `data`; its id is the hash of its bytes, or `blob_id` when the caller has that id already."""
-        return self.write(blob_id or f"sha256:{hashlib.sha256(data).hexdigest()}.{ext}", data)
+        return self.write(blob_id or content_id(data, ext), data)
 
     def write(self, blob_id: str | None, data: bytes | Path, ext: str = "bin") -> str:
         """Store `data` (bytes, or a file the kernel copies) under `blob_id`, its content address; with None, under

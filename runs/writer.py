@@ -16,7 +16,6 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import queue
 import threading
@@ -24,7 +23,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from arena.blobs import BlobStore
+from arena.blobs import BlobStore, content_id
 from arena.jsonl import append_line
 from endpoints import transcript
 
@@ -160,7 +159,7 @@ class WriterBlobStore(BlobStore):
         self._lock = threading.Lock()
 
     def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
-        blob_id = blob_id or f"sha256:{hashlib.sha256(data).hexdigest()}.{ext}"
+        blob_id = blob_id or content_id(data, ext)
         if self.path(blob_id).exists():  # stored already (the same crop, another episode): nothing to queue
             return blob_id
         if self.wait:

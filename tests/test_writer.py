@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from arena import blobs
 from arena.blobs import BlobStore
 from arena.jsonl import append_line
 from runs import file_digests
@@ -181,3 +182,25 @@ def test_a_blob_or_task_file_already_stored_does_not_wait_behind_the_writers_que
         gate.set()
     fresh.join(timeout=5)
     assert busy.result() is True and store.get(store.put(b"a new crop", "png")) == b"a new crop"
+
+
+def test_the_same_bytes_are_hashed_once_for_their_blob_id_and_changed_bytes_always_again(
+        tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
+    """A crop served again from the zoom cache is the same PNG bytes object in every episode: its blob id is
+    computed once. A bytearray may change between two puts, so it is hashed at every put."""
+    hashed: list[int] = []
+    real = hashlib.sha256
+
+    def counting(data: bytes = b"", **kwargs):
+        hashed.append(len(data))
+        return real(data, **kwargs)
+    monkeypatch.setattr(blobs.hashlib, "sha256", counting)
+    store, direct = WriterBlobStore(tmp_path / "run", writer), BlobStore(tmp_path / "plain")
+    png = os.urandom(1 << 16)
+    first = store.put(png)
+    assert [store.put(png), direct.put(png), direct.put(png, "png")] == [first] * 3 and len(hashed) == 1
+    assert store.put(bytes(bytearray(png))) == first and len(hashed) == 2  # equal bytes, another object: hashed
+    mutable = bytearray(png)
+    assert direct.put(mutable, "bin") == first.replace(".png", ".bin")
+    mutable[0] ^= 0xFF
+    assert direct.put(mutable, "bin") != first.replace(".png", ".bin") and len(hashed) == 4

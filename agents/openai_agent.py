@@ -102,11 +102,14 @@ class OpenAIAgent(Agent):
                 data = await asyncio.to_thread(image.path.read_bytes)
             else:
                 data, mime = await image.model_png(*self.sizes(view)), "image/png"
-            url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-            inner = {"url": url, "detail": self.image_detail} if self.image_detail else {"url": url}
-            # (an episode that asked at the same moment may have made it meanwhile); the recorder stores `data`
-            part = transcript.shared_part(key) or transcript.serialised_part(
-                {"type": "image_url", "image_url": inner}, key, payload=data)
+            # episodes that asked at the same moment (a burst cropping one box) awaited together: the first one back
+            # encodes, the others take its part (nothing awaits from here to `serialised_part`, which shares it);
+            # the recorder stores `data` as it is
+            part = transcript.shared_part(key)
+            if part is None:
+                url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+                inner = {"url": url, "detail": self.image_detail} if self.image_detail else {"url": url}
+                part = transcript.serialised_part({"type": "image_url", "image_url": inner}, key, payload=data)
         self._parts[image] = part
         return part
 

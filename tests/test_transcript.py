@@ -489,3 +489,23 @@ def test_request_bodies_in_pieces_join_to_the_json_of_the_request():
     assert body_pieces(with_nul) == [orjson.dumps(with_nul)]
     assert orjson.dumps(serialised_part({"type": "image_url", "image_url": {"url": small + "\0"}})).endswith(
         b'\\u0000"}}')  # no raw NUL from `serialised_part` (escaped by orjson)
+
+
+def test_episodes_awaiting_one_image_together_base64_encode_it_once(tiny_data, tmp_path, monkeypatch):
+    """Eight repeats of a task at concurrency 8 show the task image and crop the same five boxes at the same
+    moments: every image is base64-encoded for its data URL once, not once per episode that was waiting for it."""
+    import agents.openai_agent as agent_module
+    import endpoints.transcript as transcript_module
+    from arena import context_image
+
+    encoded: list[bytes] = []
+    real = agent_module.base64.b64encode
+    monkeypatch.setattr(agent_module.base64, "b64encode", lambda data: encoded.append(data) or real(data))
+    monkeypatch.setattr(transcript_module, "_SHARED_PARTS", context_image.LRU(256))  # nothing from earlier tests
+    with OpenAIStub(crop_agent(native=False)) as server:
+        result = run(RunConfig(data=str(tiny_data), agent="openai", out=str(tmp_path / "logs"), task_ids=["q1"],
+                               max_rounds=[8], repeats=8, concurrency=8, judge="normalized",
+                               agent_options={"model": "qwen", "base_url": server.base_url}))
+    assert len(result.episodes) == 8 and all(e.totals.rounds == 6 for e in result.episodes)
+    assert len(encoded) == len(set(encoded)) >= 4  # the task image and the crops (some alike), each once
+    # (before: 34 encodings, every episode that was waiting for an image encoding it again)

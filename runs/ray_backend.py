@@ -20,13 +20,12 @@ cluster and leaves it running.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from arena.blobs import BlobStore, file_ext
+from arena.blobs import BlobStore, content_id, file_ext
 from arena.trajectory import Episode
 from endpoints import transcript
 
@@ -54,7 +53,7 @@ class MemoryBlobStore(BlobStore):
         self.files: dict[str, Path] = {}  # task files known by id only, read if asked for
 
     def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
-        blob_id = blob_id or f"sha256:{hashlib.sha256(data).hexdigest()}.{ext}"
+        blob_id = blob_id or content_id(data, ext)
         if blob_id not in self.data:
             self.data[blob_id] = data
             if blob_id not in self.stored:

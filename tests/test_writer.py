@@ -19,6 +19,7 @@ from arena.blobs import BlobStore
 from arena.jsonl import append_line
 from runs import file_digests
 from runs.config import RunConfig
+from runs.ray_backend import MemoryBlobStore
 from runs.runner import run
 from runs.writer import RunWriter, WriterBlobStore, settled
 from tests.support.openai_server import OpenAIStub, Reply
@@ -187,7 +188,8 @@ def test_a_blob_or_task_file_already_stored_does_not_wait_behind_the_writers_que
 def test_the_same_bytes_are_hashed_once_for_their_blob_id_and_changed_bytes_always_again(
         tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
     """A crop served again from the zoom cache is the same PNG bytes object in every episode: its blob id is
-    computed once. A bytearray may change between two puts, so it is hashed at every put."""
+    computed once, by the run's store, a plain one and a worker's in-memory one alike. A bytearray may change
+    between two puts, so it is hashed at every put."""
     hashed: list[int] = []
     real = hashlib.sha256
 
@@ -195,10 +197,11 @@ def test_the_same_bytes_are_hashed_once_for_their_blob_id_and_changed_bytes_alwa
         hashed.append(len(data))
         return real(data, **kwargs)
     monkeypatch.setattr(blobs.hashlib, "sha256", counting)
-    store, direct = WriterBlobStore(tmp_path / "run", writer), BlobStore(tmp_path / "plain")
+    store, direct, worker = WriterBlobStore(tmp_path / "run", writer), BlobStore(tmp_path / "plain"), MemoryBlobStore()
     png = os.urandom(1 << 16)
     first = store.put(png)
-    assert [store.put(png), direct.put(png), direct.put(png, "png")] == [first] * 3 and len(hashed) == 1
+    assert [store.put(png), direct.put(png), direct.put(png, "png"), worker.put(png)] == [first] * 4
+    assert len(hashed) == 1
     assert store.put(bytes(bytearray(png))) == first and len(hashed) == 2  # equal bytes, another object: hashed
     mutable = bytearray(png)
     assert direct.put(mutable, "bin") == first.replace(".png", ".bin")

@@ -103,13 +103,22 @@ def worker_main(config_json: str, run_id: str, jobs: Any, results: Any, worker: 
         code = 1
         results.put(("failed", worker, traceback.format_exc(limit=8)))
     finally:
-        results.close()
-        if os.getppid() == driver:
-            results.join_thread()  # every message is in the pipe before the process ends
-        atexit._run_exitfuncs()  # what a normal exit runs before the teardown (else: "leaked semaphore" warnings)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        end_process(results, os.getppid() == driver, code)
+
+
+def end_process(results: Any, driver_alive: bool, code: int) -> None:
+    """End a worker: its messages flushed into the pipe (only while the driver lives to read them: a dead driver's
+    pipe may stay full for ever, and the worker holds its read end too), the exit handlers run (`atexit`), then
+    `os._exit(code)` without the interpreter's teardown."""
+    results.close()
+    if driver_alive:
+        results.join_thread()  # every message is in the pipe before the process ends
+    else:
+        results.cancel_join_thread()  # else the exit handlers would join the feeder thread, blocked on the pipe
+    atexit._run_exitfuncs()  # what a normal exit runs before the teardown (else: "leaked semaphore" warnings)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker: int,

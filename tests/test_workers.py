@@ -282,3 +282,34 @@ def test_a_worker_ending_by_os_exit_still_unlinks_the_semaphores_made_in_it(tmp_
                           env={**os.environ, "PYTHONPATH": str(root)})
     assert done.stdout.split() == ["failed", "1"], done.stderr
     assert "leaked semaphore" not in done.stderr and "resource_tracker" not in done.stderr, done.stderr
+
+
+# A worker whose driver is gone, with a message still in its queue that nobody will read.
+UNREAD_MESSAGE = """
+import multiprocessing
+from runs.workers import end_process
+
+def child(results):
+    results.put(b"x" * (4 << 20))  # more than the pipe holds: its feeder thread blocks for good
+    end_process(results, False, 0)
+
+if __name__ == "__main__":
+    results = multiprocessing.get_context("spawn").Queue()
+    proc = multiprocessing.get_context("spawn").Process(target=child, args=(results,))
+    proc.start()
+    proc.join(timeout=30)
+    print(proc.exitcode)
+    if proc.exitcode is None:
+        proc.kill()
+"""
+
+
+def test_a_worker_whose_driver_is_gone_ends_though_its_last_message_cannot_be_delivered(tmp_path: Path) -> None:
+    """The exit handlers join a queue's feeder thread; with nobody left to read the pipe that would never return:
+    the worker cancels that join first, and ends with its code."""
+    script = tmp_path / "unread_message.py"
+    script.write_text(UNREAD_MESSAGE)
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.stdout.split() == ["0"], done.stdout + done.stderr

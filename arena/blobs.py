@@ -19,15 +19,16 @@ def file_ext(path: str | Path) -> str:
     return Path(path).suffix.lstrip(".").lower() or "bin"
 
 
-_IDS: LRU[tuple[int, str], tuple[bytes, str]] = LRU(256, 64 << 20, lambda kept: len(kept[0]))
+_IDS: LRU[int, tuple[bytes, str]] = LRU(256, 64 << 20, lambda kept: len(kept[0]))
 
 
 def content_id(data: bytes, ext: str) -> str:
-    """The blob id of `data`; a `bytes` object (never changed) is hashed once while in `_IDS` (a crop served again)."""
-    kept = _IDS.get((id(data), ext))
-    if kept is None or kept[0] is not data or type(data) is not bytes:
-        _IDS.put((id(data), ext), kept := (data, f"sha256:{hashlib.sha256(data).hexdigest()}.{ext}"))
-    return kept[1]
+    """The blob id of `data`; a `bytes` object is hashed once while `_IDS` keeps it, and so its id, to itself."""
+    if (kept := _IDS.get(id(data))) is None:
+        kept = (data, hashlib.sha256(data).hexdigest())
+        if type(data) is bytes:  # a bytearray may change between two puts: never kept
+            _IDS.put(id(data), kept)
+    return f"sha256:{kept[1]}.{ext}"
 
 
 class BlobStore:

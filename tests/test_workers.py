@@ -249,6 +249,15 @@ def test_workers_end_with_exit_code_0_after_a_run_and_1_after_a_failure_they_rep
     assert (kind, worker, proc.exitcode) == ("failed", 3, 1) and "ValidationError" in message
 
 
+def run_script(script: Path, text: str) -> subprocess.CompletedProcess:
+    """Run `text` as the file `script` in a new interpreter at the repository's root (a spawned child of it can
+    import the script's functions, which a `-c` program's children cannot)."""
+    script.write_text(text)
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+
+
 # A worker in which a library made a multiprocessing lock, as tqdm does for bm25s' progress bars in every worker
 # that searches text; run as a file so that the spawned child can import `child`.
 LOCK_IN_A_WORKER = """
@@ -275,11 +284,7 @@ if __name__ == "__main__":
 def test_a_worker_ending_by_os_exit_still_unlinks_the_semaphores_made_in_it(tmp_path: Path) -> None:
     """Ending by `os._exit` skips the interpreter's teardown but not its exit handlers: a semaphore a library made
     in the worker is unlinked by the worker, so the driver's resource tracker has nothing to warn about."""
-    script = tmp_path / "lock_in_a_worker.py"
-    script.write_text(LOCK_IN_A_WORKER)
-    root = Path(__file__).resolve().parent.parent
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=root,
-                          env={**os.environ, "PYTHONPATH": str(root)})
+    done = run_script(tmp_path / "lock_in_a_worker.py", LOCK_IN_A_WORKER)
     assert done.stdout.split() == ["failed", "1"], done.stderr
     assert "leaked semaphore" not in done.stderr and "resource_tracker" not in done.stderr, done.stderr
 
@@ -307,9 +312,5 @@ if __name__ == "__main__":
 def test_a_worker_whose_driver_is_gone_ends_though_its_last_message_cannot_be_delivered(tmp_path: Path) -> None:
     """The exit handlers join a queue's feeder thread; with nobody left to read the pipe that would never return:
     the worker cancels that join first, and ends with its code."""
-    script = tmp_path / "unread_message.py"
-    script.write_text(UNREAD_MESSAGE)
-    root = Path(__file__).resolve().parent.parent
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=root,
-                          env={**os.environ, "PYTHONPATH": str(root)})
+    done = run_script(tmp_path / "unread_message.py", UNREAD_MESSAGE)
     assert done.stdout.split() == ["0"], done.stdout + done.stderr

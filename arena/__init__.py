@@ -1,18 +1,9 @@
-"""The arena's core: records (Task, Budget, Step, Episode, Verdict), the episode loop, interfaces, registries."""
+"""arena: a simulator for evaluating tool-using multimodal agents (VistaArena-style), under one namespace.
 
-from .agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
-from .budget import Budget
-from .dataset import Dataset, DatasetError, load_datasets, register_loader
-from .episode import EpisodeSpec, run_episode
-from .judge import Judge, register_judge
-from .task import Task, TaskRef, level_for_hops
-from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOptions, ToolResult, register_tool
-from .trajectory import Episode, Observation, Step, Totals, Usage, episode_key
-from .verdict import Verdict
+The first level holds the design's packages: `arena.core` (records, interfaces, the episode loop),
+`arena.endpoints`, `arena.tools`, `arena.agents`, `arena.judges`, `arena.suites`, `arena.runs` and the command
+line. The core's public names are re-exported here, so `from arena import Task, Episode` reads as before.
+"""
 
-__all__ = [
-    "Agent", "AgentError", "AgentTurn", "Budget", "Dataset", "DatasetError", "Episode", "EpisodeSpec",
-    "EpisodeView", "Judge", "Observation", "Step", "Task", "TaskRef", "Tool", "ToolArgumentError", "ToolContext",
-    "ToolError", "ToolOptions", "ToolResult", "Totals", "Usage", "Verdict", "episode_key", "level_for_hops",
-    "load_datasets", "register_agent", "register_judge", "register_loader", "register_tool", "run_episode",
-]
+from .core import *  # noqa: F401,F403  (the core's public names, its __all__)
+from .core import __all__  # noqa: F401

@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arena.blobs import BlobStore  # noqa: E402
-from arena.dataset import Dataset  # noqa: E402
-from arena.task import Task  # noqa: E402
-from arena.tool import ToolContext, ToolOptions  # noqa: E402
-from tools.browser import BrowserTool  # noqa: E402
+from arena.core.blobs import BlobStore  # noqa: E402
+from arena.core.dataset import Dataset  # noqa: E402
+from arena.core.task import Task  # noqa: E402
+from arena.core.tool import ToolContext, ToolOptions  # noqa: E402
+from arena.tools.browser import BrowserTool  # noqa: E402
 
 
 def page(rows: int = 60) -> str:

@@ -50,8 +50,8 @@ GENERATE = textwrap.dedent("""
 
 CHILD = textwrap.dedent("""
     import json, resource, sys, time
-    from runs.config import RunConfig
-    from runs.runner import run
+    from arena.runs.config import RunConfig
+    from arena.runs.runner import run
     data, out, url = sys.argv[1:4]
     config = RunConfig(data=data, agent="openai", judge="normalized", out=out, run_id="mem", concurrency=8,
                        agent_options={"model": "bench", "base_url": url})

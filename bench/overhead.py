@@ -24,7 +24,7 @@ against the same stub server, always this checkout's (a checkout without `--work
 `--photo` replaces the task image by a 3000x2000 photo-like (noisy) image, so each
 request carries ~1 MB of base64 PNG data, as with real photographs. Every episode zooms the same box; with
 `--fresh-crops` the crop tool's LRU of zooms keeps nothing, so each crop is cut and encoded again as in a run
-without repeats (episodes zooming at the same moment still share one zoom; needs a checkout with `tools.crop.ZOOMS`).
+without repeats (episodes zooming at the same moment still share one zoom; needs a checkout with `arena.tools.crop.ZOOMS`).
 `--two-crops`: the model crops twice (two boxes) and answers, instead of crop, search, answer.
 `--protocol original|arena`: the run's protocol (default: by the data, `original` for the tiny dataset's
 VistaArena format, which sends a task image at its own size up to 16384 x 28 x 28 pixels: the 3000x2000 photo goes
@@ -49,15 +49,15 @@ HERE = Path(__file__).resolve().parents[1]
 ROOT = Path(os.environ.get("ARENA_ROOT") or HERE).resolve()
 sys.path.insert(0, str(ROOT))
 
-import tools.crop as crop  # noqa: E402
-from runs.config import RunConfig  # noqa: E402
-from runs.runner import run  # noqa: E402
+import arena.tools.crop as crop  # noqa: E402
+from arena.runs.config import RunConfig  # noqa: E402
+from arena.runs.runner import run  # noqa: E402
 from tests.support.tiny_dataset import write_tiny_dataset  # noqa: E402
 
 
 def dataset(path: Path, n_items: int, with_photo: bool = False) -> Path:
     """The tiny dataset with `n_items` tasks (the 3000x2000 photo as its image with `with_photo`), 2.1 s old when
-    returned: a run remembers a task file's digest only once it has settled (`runs.file_digests.RACY_NS`), as the
+    returned: a run remembers a task file's digest only once it has settled (`arena.runs.file_digests.RACY_NS`), as the
     files of any dataset read by a run are, so a benchmark over files seconds old would hash them at every use."""
     data = write_tiny_dataset(path, n_items=n_items)
     if with_photo:

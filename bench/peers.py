@@ -10,14 +10,14 @@ calls: crop (`image_zoom_in_tool`, a box around the sign), then search (`text_se
 The crop returns an image the model sees in the next request; the search returns text.
 
 Harnesses, each run in its own process (peak RSS is that process's), each as its users would write it:
-- arena: `runs.runner.run` with the `openai` agent in `tool_mode: native` (runs store, blobs, judge included);
+- arena: `arena.runs.runner.run` with the `openai` agent in `tool_mode: native` (runs store, blobs, judge included);
 - inspect_ai: a `Task` with `use_tools(crop, search)` + `generate()` on its `openai-api` provider (eval log
   written, as always); the crop tool returns a `ContentImage`;
 - smolagents: `ToolCallingAgent` + `OpenAIServerModel` per task in a thread pool (as its benchmark scripts run
   it), the task image passed as `images=`, the crop shown to the model through a step callback that sets
   `observations_images` (smolagents' documented way to show a tool's image), answer by `final_answer`.
 The peers' crop tool decodes the task file, cuts the same region and resizes it as the arena's crop does
-(`tools.crop.zoom`), and encodes it as PNG (Pillow's default level); the search tool returns a fixed short text.
+(`arena.tools.crop.zoom`), and encodes it as PNG (Pillow's default level); the search tool returns a fixed short text.
 
 Reported per harness: CPU ms per round (user + system CPU of the harness process during the run / model calls the
 server saw), rounds/s at zero latency at concurrency 1, 32, 64; share of wall time over ideal with a 200 ms server
@@ -148,7 +148,7 @@ def _crop_png(path: str, bbox: list[float]) -> "Any":
     """The peers' crop: decode the file, cut and resize the region as the arena's crop does; a PIL image."""
     from PIL import Image
 
-    from tools.crop import pixel_box, zoom
+    from arena.tools.crop import pixel_box, zoom
 
     with Image.open(path) as im:
         image = im.convert("RGB")
@@ -165,8 +165,8 @@ def _png_data_uri(image: Any) -> str:
 
 
 def run_arena(data: Path, url: str, concurrency: int, out: Path) -> int:
-    from runs.config import RunConfig
-    from runs.runner import run
+    from arena.runs.config import RunConfig
+    from arena.runs.runner import run
 
     # protocol "arena": images sized as a Qwen-VL processor would (up to 1280x28x28 pixels); under "original"
     # (the default for this format) the published evaluator's sizes would send each 4K file as it is (21.5 MB)
@@ -284,7 +284,7 @@ def run_smolagents(data: Path, url: str, concurrency: int, out: Path) -> int:
 
 
 RUNNERS = {"arena": run_arena, "inspect": run_inspect, "smolagents": run_smolagents}
-IMPORTS = {"arena": ["runs.runner", "agents.openai_agent"],
+IMPORTS = {"arena": ["arena.runs.runner", "arena.agents.openai_agent"],
            "inspect": ["inspect_ai", "inspect_ai.model._providers.openai_compatible", "inspect_ai.solver"],
            "smolagents": ["smolagents", "openai"]}
 
@@ -297,7 +297,7 @@ def worker(harness: str, data: Path, url: str, concurrency: int, out: Path) -> N
     for module in IMPORTS[harness]:  # start-up imports are not part of the run
         importlib.import_module(module)
     if harness == "arena":
-        from runs.plugins import load_plugins
+        from arena.runs.plugins import load_plugins
 
         load_plugins()
     codec = _time_codecs() if harness == "arena" else [0.0]
@@ -311,9 +311,9 @@ def worker(harness: str, data: Path, url: str, concurrency: int, out: Path) -> N
 
 def _time_codecs() -> list[float]:
     """Sum the thread CPU time of the arena's image codec work (decode, model resize + encode, crop, blob PNG)."""
-    import arena.blobs
-    import arena.context_image
-    import tools.crop
+    import arena.core.blobs
+    import arena.core.context_image
+    import arena.tools.crop
 
     total = [0.0]
     lock = threading.Lock()
@@ -328,8 +328,8 @@ def _time_codecs() -> list[float]:
                     total[0] += time.thread_time() - start
         return wrapper
 
-    for module, name in ((arena.context_image, "load_image"), (arena.context_image, "model_png"),
-                         (tools.crop, "zoom"), (tools.crop, "png_of"), (arena.blobs, "png_of")):
+    for module, name in ((arena.core.context_image, "load_image"), (arena.core.context_image, "model_png"),
+                         (arena.tools.crop, "zoom"), (arena.tools.crop, "png_of"), (arena.core.blobs, "png_of")):
         setattr(module, name, timed(getattr(module, name)))
     return total
 

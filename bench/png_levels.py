@@ -26,9 +26,9 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from arena.images import fit_for_model, load_image  # noqa: E402
+from arena.core.images import fit_for_model, load_image  # noqa: E402
 from tests.support.tiny_dataset import scene  # noqa: E402
-from tools.crop import pixel_box, zoom  # noqa: E402
+from arena.tools.crop import pixel_box, zoom  # noqa: E402
 
 SETTINGS = [(6, -1, "level 6"), (3, -1, "level 3"), (1, -1, "level 1"), (0, -1, "level 0 (stored)"),
             (1, 2, "level 1, Z_HUFFMAN_ONLY"), (1, 3, "level 1, Z_RLE (chosen)")]

@@ -11,10 +11,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from arena.tool import ToolOptions
-from suites.carv import world as carv
-from suites.ureason import world as ureason
-from tools.render import RenderTool
+from arena.core.tool import ToolOptions
+from arena.suites.carv import world as carv
+from arena.suites.ureason import world as ureason
+from arena.tools.render import RenderTool
 
 
 async def render_rate(n: int, parallel: int) -> tuple[float, float]:

@@ -7,7 +7,7 @@
    the enlarged grid (repeats x k), so the run is complete: `arena resume` must run nothing. The episode index
    that the store's appends keep is rebuilt once (its time is reported as `index_rebuild_s`), and summary.json
    is written as the runner writes it at the end of a run (the base run's judges, protocol and warnings; the
-   figures recomputed from the enlarged run by `runs.scan`), so the run looks finished to `arena resume`.
+   figures recomputed from the enlarged run by `arena.runs.scan`), so the run looks finished to `arena resume`.
 3. Measures, each command in its own process (peak RSS from the kernel, `ru_maxrss` of the child):
    `arena view` (seconds, peak RSS, bytes written), `arena summary`, `arena resume`; then opens the viewer
    from file:// in Chromium: seconds until rows are drawn, until an episode opens (steps drawn), until a
@@ -46,10 +46,10 @@ TARGETS = {"view_s": 60, "view_rss_mb": 1536, "rows_s": 2, "episode_s": 1, "sear
 
 def base_run(work: Path) -> Path:
     """The real 210-episode run (built once; reused when present)."""
-    from arena.world import WORLD_BUILDERS
-    from runs.config import RunConfig
-    from runs.plugins import load_plugins
-    from runs.runner import run
+    from arena.core.world import WORLD_BUILDERS
+    from arena.runs.config import RunConfig
+    from arena.runs.plugins import load_plugins
+    from arena.runs.runner import run
 
     run_dir = work / "logs" / "base"
     if (run_dir / "summary.json").is_file():
@@ -70,7 +70,7 @@ def with_repeat(key: str, repeat: int) -> str:
 
 def repeat_run(base: Path, target: Path, episodes: int) -> Path:
     """Copies of every record of `base` until `episodes` are reached, as one complete run in `target`."""
-    from runs.config import RunConfig
+    from arena.runs.config import RunConfig
 
     base_lines = (base / "episodes.jsonl").read_bytes().splitlines()
     copies = math.ceil(episodes / len(base_lines))
@@ -102,7 +102,7 @@ def repeat_run(base: Path, target: Path, episodes: int) -> Path:
 
 def build_index(run_dir: Path) -> float:
     """Write the episode index a real run's appends would have written; returns the seconds a rebuild takes."""
-    from runs.run_index import EpisodeIndex
+    from arena.runs.run_index import EpisodeIndex
 
     started = time.perf_counter()
     EpisodeIndex.rebuild(run_dir / "episodes.jsonl")
@@ -110,9 +110,9 @@ def build_index(run_dir: Path) -> float:
 
 
 def write_summary(run_dir: Path, base: Path) -> None:
-    """summary.json of the enlarged run, as the runner's last step writes it (figures from `runs.scan`)."""
-    from runs.scan import model_call_counts_scan, scan_run, summarize_scan
-    from runs.store import RunStore
+    """summary.json of the enlarged run, as the runner's last step writes it (figures from `arena.runs.scan`)."""
+    from arena.runs.scan import model_call_counts_scan, scan_run, summarize_scan
+    from arena.runs.store import RunStore
 
     store = RunStore(run_dir)
     previous = json.loads((base / "summary.json").read_text())
@@ -214,7 +214,7 @@ async def browse(page_path: Path, query: str) -> dict[str, float]:
     """Seconds until rows show, an episode opens and a search narrows the table, in Chromium from file://."""
     from playwright.async_api import async_playwright
 
-    from tools.chromium import launch_chromium
+    from arena.tools.chromium import launch_chromium
 
     async with async_playwright() as p:
         browser = await launch_chromium(p)

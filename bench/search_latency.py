@@ -22,12 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arena.images import decode_image  # noqa: E402
-from arena.world import WORLD_BUILDERS, is_world  # noqa: E402
-from suites.vistahop.world.gold import fill  # noqa: E402
-from tools.corpus_index import CorpusIndex  # noqa: E402
-from tools.crop import pixel_box, zoom  # noqa: E402
-from tools.image_index import CACHE_DIR, ReverseImageIndex  # noqa: E402
+from arena.core.images import decode_image  # noqa: E402
+from arena.core.world import WORLD_BUILDERS, is_world  # noqa: E402
+from arena.suites.vistahop.world.gold import fill  # noqa: E402
+from arena.tools.corpus_index import CorpusIndex  # noqa: E402
+from arena.tools.crop import pixel_box, zoom  # noqa: E402
+from arena.tools.image_index import CACHE_DIR, ReverseImageIndex  # noqa: E402
 
 
 def percentiles(samples: list[float]) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runs.plugins import load_plugins  # noqa: E402
+from arena.runs.plugins import load_plugins  # noqa: E402
 from tests.support.openai_server import OpenAIStub  # noqa: E402
 from tests.support.tiny_dataset import write_tiny_dataset  # noqa: E402
 from tests.test_smolagents import run_agent, scripted_model  # noqa: E402

@@ -1,6 +1,6 @@
 """What recording every model call (`<run>/calls.jsonl`, issue 20) costs: harness CPU per round and bytes per
 episode, with recording on and off over the same episodes (bench/overhead.py's crop + search + answer episodes,
-zero-latency server in another process, concurrency 32). "Off" replaces `endpoints.transcript.record` and
+zero-latency server in another process, concurrency 32). "Off" replaces `arena.endpoints.transcript.record` and
 `record_params` by no-ops for this measurement only; runs alternate on/off to share the machine's noise. The
 on/off difference is noisy on a shared machine, so the CPU spent inside the two recording functions is also
 measured directly (thread CPU time around each call, in the "on" runs).
@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from overhead import measure, photo, serve  # noqa: E402
 
-from endpoints import transcript  # noqa: E402
+from arena.endpoints import transcript  # noqa: E402
 from tests.support.tiny_dataset import write_tiny_dataset  # noqa: E402
 
 

@@ -19,12 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from arena.agent import Agent, AgentTurn, EpisodeView, register_agent
-from runs.config import RunConfig
-from runs.rundata import load_run
-from runs.plugins import load_plugins
-from runs.runner import run
-from runs.viewer import viewer_data, write_viewer
+from arena.core.agent import Agent, AgentTurn, EpisodeView, register_agent
+from arena.runs.config import RunConfig
+from arena.runs.rundata import load_run
+from arena.runs.plugins import load_plugins
+from arena.runs.runner import run
+from arena.runs.viewer import viewer_data, write_viewer
 
 
 class RandomCrops(Agent):
@@ -56,7 +56,7 @@ async def load_seconds(page_path: Path) -> tuple[float, float, list[str]]:
     """(wall seconds from navigation to the viewer's ready mark, in-page ms to ready, console errors)."""
     from playwright.async_api import async_playwright
 
-    from tools.chromium import launch_chromium
+    from arena.tools.chromium import launch_chromium
 
     async with async_playwright() as p:
         browser = await launch_chromium(p)
@@ -102,7 +102,7 @@ def main() -> None:
         out = args.out or Path(tmp)
         world = args.world
         if world is None:
-            from arena.world import WORLD_BUILDERS
+            from arena.core.world import WORLD_BUILDERS
 
             world = WORLD_BUILDERS["vistahop-mini"](out / "world", seed=0, size="small")
         common = dict(data=str(world), limit=30, out=str(out / "logs"), concurrency=4)

@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arena.tool import ToolOptions  # noqa: E402
+from arena.core.tool import ToolOptions  # noqa: E402
 from tests.test_web_search import FakeWeb  # noqa: E402
-from tools.web_search import WebSearch  # noqa: E402
+from arena.tools.web_search import WebSearch  # noqa: E402
 
 
 async def searches(options: ToolOptions, queries: list[str]) -> tuple[list[float], list[str]]:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arena.tool import ToolOptions  # noqa: E402
-from runs.config import RunConfig  # noqa: E402
-from runs.runner import run  # noqa: E402
+from arena.core.tool import ToolOptions  # noqa: E402
+from arena.runs.config import RunConfig  # noqa: E402
+from arena.runs.runner import run  # noqa: E402
 from tests.support.fake_serper import FakeGoogleApis  # noqa: E402
 from tests.support.local_s3 import local_s3  # noqa: E402
 from tests.support.openai_server import OpenAIStub, last_user_text  # noqa: E402

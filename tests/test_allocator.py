@@ -1,4 +1,4 @@
-"""`runs.allocator.keep_freed_memory`: freed megabytes stay with the process for reuse instead of going back to
+"""`arena.runs.allocator.keep_freed_memory`: freed megabytes stay with the process for reuse instead of going back to
 the kernel and being faulted in again, page by page, at the next allocation (glibc only)."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import weakref
 
 import pytest
 
-from runs import allocator
+from arena.runs import allocator
 
 # Allocates ten 4 MB buffers, frees them all, again and again: the pattern of a run's request bodies and images.
 # Prints the page faults of the rounds after the first (the first touches fresh memory whatever the settings).
 PATTERN = textwrap.dedent("""
     import resource, sys
-    from runs.allocator import keep_freed_memory
+    from arena.runs.allocator import keep_freed_memory
     print(keep_freed_memory() if sys.argv[1] == "tuned" else None)
     def churn():
         buffers = [bytearray(4 << 20) for _ in range(10)]

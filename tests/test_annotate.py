@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from runs.cli.main import app
-from runs.annotate import allocate, sample_episodes
-from runs.rundata import load_run
+from arena.runs.cli.main import app
+from arena.runs.annotate import allocate, sample_episodes
+from arena.runs.rundata import load_run
 from tests.support.tiny_dataset import scene
 
 playwright_api = pytest.importorskip("playwright.async_api")
@@ -67,7 +67,7 @@ def cohen(a, b):
 
 
 async def label_in_chromium(page_path: Path, name: str, decide, flag_first: bool, downloads: Path):
-    from tools.chromium import launch_chromium
+    from arena.tools.chromium import launch_chromium
 
     async with playwright_api.async_playwright() as p:
         browser = await launch_chromium(p)

@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from arena.blobs import BlobStore
-from arena.dataset import Dataset
-from arena.task import Task
-from arena.tool import ToolArgumentError, ToolContext, ToolError, ToolOptions
-from tools.browser import BrowserTool
-from tools.browser_dom import mark_color
+from arena.core.blobs import BlobStore
+from arena.core.dataset import Dataset
+from arena.core.task import Task
+from arena.core.tool import ToolArgumentError, ToolContext, ToolError, ToolOptions
+from arena.tools.browser import BrowserTool
+from arena.tools.browser_dom import mark_color
 
 INDEX = """<!doctype html><html><head><title>Shop</title>
 <style>body{margin:0;font:16px sans-serif} .box{position:absolute} #pad{height:2400px}</style></head><body>

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from runs.cli.main import app
-from arena.tool import ToolError
-from tools.cassette import (Cassette, CassetteError, CassetteMiss, CassetteStore, Recorded, normalize_text,
+from arena.runs.cli.main import app
+from arena.core.tool import ToolError
+from arena.tools.cassette import (Cassette, CassetteError, CassetteMiss, CassetteStore, Recorded, normalize_text,
                             normalize_url, validate_mode)
 
 

@@ -2,7 +2,7 @@ import json
 
 from typer.testing import CliRunner
 
-from runs.cli.main import app
+from arena.runs.cli.main import app
 
 runner = CliRunner()
 

@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from arena.blobs import BlobStore
-from arena.dataset import Dataset
-from arena.task import Task
-from arena.tool import ToolContext, ToolError, ToolOptions
-from tools.browser import BrowserTool
-from tools.render import RenderTool
+from arena.core.blobs import BlobStore
+from arena.core.dataset import Dataset
+from arena.core.task import Task
+from arena.core.tool import ToolContext, ToolError, ToolOptions
+from arena.tools.browser import BrowserTool
+from arena.tools.render import RenderTool
 
 
 class Sinks:
@@ -234,7 +234,7 @@ def test_an_unsealed_chromium_does_reach_the_sink(sinks: Sinks):
     """The same Chromium without the arena's flags and guards leaks through fetch and WebRTC (so the attacks work)."""
     from playwright.async_api import async_playwright
 
-    from tools.chromium import chromium_executable
+    from arena.tools.chromium import chromium_executable
 
     page_html = _fill(PAGES["fetch"][0] + PAGES["webrtc_stun"][0], sinks, "unsealed")
 

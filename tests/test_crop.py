@@ -5,16 +5,16 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from arena import context_image
-from arena.blobs import BlobStore
-from arena.context_image import LRU, ContextImage
-from arena.dataset import Dataset
-from arena.images import encode_png
-from arena.task import Task
-from arena.tool import ToolArgumentError, ToolContext, ToolOptions
-from tools import crop
-from tools.crop import CropTool
-from tools.crop import zoom as crop_zoom
+from arena.core import context_image
+from arena.core.blobs import BlobStore
+from arena.core.context_image import LRU, ContextImage
+from arena.core.dataset import Dataset
+from arena.core.images import encode_png
+from arena.core.task import Task
+from arena.core.tool import ToolArgumentError, ToolContext, ToolOptions
+from arena.tools import crop
+from arena.tools.crop import CropTool
+from arena.tools.crop import zoom as crop_zoom
 
 
 def make_ctx(tmp_path: Path, size=(2000, 1000)) -> ToolContext:

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from arena.world import WORLD_BUILDERS
-from judges.metrics import summarize
-from runs.config import RunConfig
-from runs.report import build_report
-from runs.rundata import load_run
-from runs.runner import run
-from runs.viewer import viewer_data
+from arena.core.world import WORLD_BUILDERS
+from arena.judges.metrics import summarize
+from arena.runs.config import RunConfig
+from arena.runs.report import build_report
+from arena.runs.rundata import load_run
+from arena.runs.runner import run
+from arena.runs.viewer import viewer_data
 from tests.support.openai_server import OpenAIStub, Reply
 
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from runs.cli.common import run_problems
-from runs.cli.main import app
-from runs.runner import RunResult
+from arena.runs.cli.common import run_problems
+from arena.runs.cli.main import app
+from arena.runs.runner import RunResult
 from tests.support.openai_server import OpenAIStub, Reply
 
 runner = CliRunner()

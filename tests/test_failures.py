@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from arena.budget import Budget
-from arena.task import Task, TaskRef
-from arena.trajectory import Episode, Observation, Step, Totals
-from arena.verdict import Verdict
-from runs.config import RunConfig
-from judges.metrics import AUTO
-from runs.failures import LABELS, classify, coverage, failure_counts, failure_groups, taxonomy, verdict_records
-from runs.runner import run
-from runs.scan import scan_run
-from runs.store import RunStore
+from arena.core.budget import Budget
+from arena.core.task import Task, TaskRef
+from arena.core.trajectory import Episode, Observation, Step, Totals
+from arena.core.verdict import Verdict
+from arena.runs.config import RunConfig
+from arena.judges.metrics import AUTO
+from arena.runs.failures import LABELS, classify, coverage, failure_counts, failure_groups, taxonomy, verdict_records
+from arena.runs.runner import run
+from arena.runs.scan import scan_run
+from arena.runs.store import RunStore
 
 ALL_TOOLS = ["text_search_tool", "image_search_tool", "image_zoom_in_tool"]
 

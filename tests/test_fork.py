@@ -9,18 +9,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.blobs import BlobStore
-from runs.cli.main import app
-from arena.dataset import load_datasets
-from arena.episode import EpisodeSpec, run_episode
-from arena.tool import TOOLS
-from arena.trajectory import Step
-from agents.scripted import ScriptedAgent
-from runs.config import AgentChoice, RunConfig
-from runs.fork import fork_config
-from runs.rundata import load_run
-from runs.runner import run
-from runs.store import RunStore
+from arena.core.blobs import BlobStore
+from arena.runs.cli.main import app
+from arena.core.dataset import load_datasets
+from arena.core.episode import EpisodeSpec, run_episode
+from arena.core.tool import TOOLS
+from arena.core.trajectory import Step
+from arena.agents.scripted import ScriptedAgent
+from arena.runs.config import AgentChoice, RunConfig
+from arena.runs.fork import fork_config
+from arena.runs.rundata import load_run
+from arena.runs.runner import run
+from arena.runs.store import RunStore
 
 SOURCE = [{"tool": "image_zoom_in_tool", "arguments": {"bbox_2d": [700, 50, 1000, 250], "label": "sign"}},
           {"text": "<tool_call>not json</tool_call>"},

@@ -2,8 +2,8 @@
 
 import json
 
-from runs.config import RunConfig
-from runs.runner import run
+from arena.runs.config import RunConfig
+from arena.runs.runner import run
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.qwen_script import call
 

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from arena.protocol import parse_response
-from arena.untrusted import MAX_JSON_DEPTH, json_text_problem
-from runs.config import RunConfig
-from runs.reduce import record_line
-from runs.runner import run
-from runs.store import RunStore
+from arena.core.protocol import parse_response
+from arena.core.untrusted import MAX_JSON_DEPTH, json_text_problem
+from arena.runs.config import RunConfig
+from arena.runs.reduce import record_line
+from arena.runs.runner import run
+from arena.runs.store import RunStore
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.tiny_dataset import write_tiny_dataset
 
@@ -129,9 +129,9 @@ def test_the_depth_check_is_linear_and_ignores_brackets_inside_strings():
 
 
 def test_a_record_that_cannot_be_serialised_is_reduced_not_lost():
-    from arena.budget import Budget
-    from arena.task import TaskRef
-    from arena.trajectory import Episode, Observation, Step
+    from arena.core.budget import Budget
+    from arena.core.task import TaskRef
+    from arena.core.trajectory import Episode, Observation, Step
 
     deep: object = []
     for _ in range(300):

@@ -1,4 +1,4 @@
-"""The model endpoints' HTTP/1.1 client (`endpoints.http`) against raw servers that answer the way real ones do:
+"""The model endpoints' HTTP/1.1 client (`arena.endpoints.http`) against raw servers that answer the way real ones do:
 chunked bodies with trailers (Starlette's StreamingResponse, nginx), gzip despite `Accept-Encoding: identity`,
 HTTP/1.0 bodies delimited by the close (`http.server`'s default), 100 Continue, keep-alive connections closed by
 the server while idle (uvicorn closes them after 5 s: `timeout_keep_alive`), a server that never answers, a refused
@@ -20,8 +20,8 @@ from typing import Callable
 
 import pytest
 
-from endpoints.client import Endpoint, EndpointConfig, TransientEndpointError, _ssl_context
-from endpoints.http import HTTPPool, HTTPTransportError, proxy_for
+from arena.endpoints.client import Endpoint, EndpointConfig, TransientEndpointError, _ssl_context
+from arena.endpoints.http import HTTPPool, HTTPTransportError, proxy_for
 from tests.support.openai_server import OpenAIStub
 
 COMPLETION = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"},
@@ -415,7 +415,7 @@ def test_an_answer_before_the_whole_body_was_sent_retires_the_connection() -> No
 
 
 def test_a_large_body_reaches_a_slow_reader_whole_and_in_order() -> None:
-    # several slices (`endpoints.http.SLICE`) written as the server drains a small receive buffer; twice on one
+    # several slices (`arena.endpoints.http.SLICE`) written as the server drains a small receive buffer; twice on one
     # connection, so the second request starts exactly where the first body ended
     body = bytes(range(256)) * (12 << 12)  # 12 MiB
 

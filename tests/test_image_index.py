@@ -5,15 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from arena.blobs import BlobStore
-from arena.context_image import ContextImage
-from arena.dataset import DatasetError, load_datasets
-from arena.images import decode_image
-from arena.tool import ToolContext, ToolOptions
-from arena.world import WORLD_BUILDERS
-from tools.crop import pixel_box, zoom
-from tools.image_index import CACHE_DIR, ReverseImageIndex
-from tools.image_search import ImageSearchTool
+from arena.core.blobs import BlobStore
+from arena.core.context_image import ContextImage
+from arena.core.dataset import DatasetError, load_datasets
+from arena.core.images import decode_image
+from arena.core.tool import ToolContext, ToolOptions
+from arena.core.world import WORLD_BUILDERS
+from arena.tools.crop import pixel_box, zoom
+from arena.tools.image_index import CACHE_DIR, ReverseImageIndex
+from arena.tools.image_search import ImageSearchTool
 
 
 @pytest.fixture(scope="module")

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from arena import images
-from arena.blobs import BlobStore
-from arena.context_image import DECODED, LRU, ContextImage
-from arena.dataset import Dataset
-from arena.images import Decoded, ImageError, load_image, smart_resize
-from arena.task import Task
-from arena.tool import ToolArgumentError, ToolContext, ToolOptions
-from runs.config import RunConfig
-from runs.runner import run
-from tools.crop import CropTool
+from arena.core import images
+from arena.core.blobs import BlobStore
+from arena.core.context_image import DECODED, LRU, ContextImage
+from arena.core.dataset import Dataset
+from arena.core.images import Decoded, ImageError, load_image, smart_resize
+from arena.core.task import Task
+from arena.core.tool import ToolArgumentError, ToolContext, ToolOptions
+from arena.runs.config import RunConfig
+from arena.runs.runner import run
+from arena.tools.crop import CropTool
 
 
 def _scan(path: Path, size: tuple[int, int], mode: str = "L") -> Path:

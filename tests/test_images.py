@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from arena import context_image
-from arena.blobs import BlobStore
-from arena.context_image import model_png
-from arena.images import (MIN_PIXELS, ImageError, decode_image, encode_png, fit_for_model, load_image,
+from arena.core import context_image
+from arena.core.blobs import BlobStore
+from arena.core.context_image import model_png
+from arena.core.images import (MIN_PIXELS, ImageError, decode_image, encode_png, fit_for_model, load_image,
                           smart_resize)
 
 

@@ -1,8 +1,8 @@
-"""The layering of the packages: `cli -> runs -> suites -> agents, judges, tools -> endpoints -> arena`.
+"""The layering of the `arena` package: `cli -> runs -> suites -> agents, judges, tools -> endpoints -> core`.
 
 Read with `ast` from the source, imports inside functions and `TYPE_CHECKING` blocks included:
 no module imports from a higher layer, no two modules import each other through any chain, and
-the core stays small and names no tool or suite.
+the core stays small and names no tool or suite. Everything the project installs lives under `arena`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,11 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("arena", "endpoints", "tools", "agents", "judges", "suites", "runs")
-LAYER = {"arena": 0, "endpoints": 1, "tools": 2, "agents": 2, "judges": 2, "suites": 3, "runs": 4, "runs.cli": 5}
+PACKAGE = ROOT / "arena"
+# the longest matching prefix decides a module's layer; `arena` itself only re-exports the core
+LAYER = {"arena": 0, "arena.core": 0, "arena.endpoints": 1, "arena.tools": 2, "arena.agents": 2,
+         "arena.judges": 2, "arena.suites": 3, "arena.runs": 4, "arena.runs.cli": 5}
+MIDDLE = 2
 CORE_LINE_LIMIT = 2000
 
 
@@ -24,8 +27,17 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+def group_of(module: str) -> str:
+    """The entry of LAYER a module belongs to (its longest prefix there)."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in LAYER:
+            return ".".join(parts[:n])
+    raise AssertionError(f"{module} is in no layer of LAYER")
+
+
 def layer_of(module: str) -> int:
-    return LAYER["runs.cli"] if module == "runs.cli" or module.startswith("runs.cli.") else LAYER[module.split(".")[0]]
+    return LAYER[group_of(module)]
 
 
 def imported_modules(path: Path, module: str, known: set[str]) -> set[str]:
@@ -48,13 +60,13 @@ def imported_modules(path: Path, module: str, known: set[str]) -> set[str]:
         for target in targets:
             while target and target not in known:
                 target = target.rpartition(".")[0]
-            if target and target.split(".")[0] in PACKAGES and target != module:
+            if target and target.split(".")[0] == "arena" and target != module:
                 found.add(target)
     return found
 
 
 def import_graph() -> dict[str, set[str]]:
-    files = {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
     known = set(files)
     return {module: imported_modules(path, module, known) for module, path in files.items()}
 
@@ -62,13 +74,13 @@ def import_graph() -> dict[str, set[str]]:
 def test_imports_flow_one_way():
     upward = sorted(f"{src} -> {dst}" for src, targets in import_graph().items() for dst in targets
                     if layer_of(dst) > layer_of(src))
-    assert not upward, "imports against cli -> runs -> suites -> agents, judges, tools -> endpoints -> arena:\n" + "\n".join(upward)
+    assert not upward, "imports against cli -> runs -> suites -> agents, judges, tools -> endpoints -> core:\n" + "\n".join(upward)
 
 
 def test_siblings_of_the_middle_layer_stay_apart():
     """tools, agents and judges are one layer: none imports another, so each can be used alone."""
     crossing = sorted(f"{src} -> {dst}" for src, targets in import_graph().items() for dst in targets
-                      if layer_of(src) == layer_of(dst) == 2 and src.split(".")[0] != dst.split(".")[0])
+                      if layer_of(src) == layer_of(dst) == MIDDLE and group_of(src) != group_of(dst))
     assert not crossing, "\n".join(crossing)
 
 
@@ -105,11 +117,18 @@ def test_the_cycle_finder_finds_cycles():
 
 
 def test_core_is_small_and_names_no_tool_or_suite():
-    files = sorted((ROOT / "arena").rglob("*.py"))
+    files = sorted((PACKAGE / "core").rglob("*.py"))
     lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in files)
-    assert lines <= CORE_LINE_LIMIT, f"arena/ holds {lines} lines (limit {CORE_LINE_LIMIT})"
+    assert lines <= CORE_LINE_LIMIT, f"arena/core/ holds {lines} lines (limit {CORE_LINE_LIMIT})"
     names = ["image_zoom_in_tool", "text_search_tool", "image_search_tool", "vistahop", "condchain", "mmir",
              "carv", "ureason", "browser"]
     mentions = sorted(f"{p.relative_to(ROOT)}: {name}" for p in files for name in names
                       if name in p.read_text(encoding="utf-8").lower())
     assert not mentions, "the core names tools or suites:\n" + "\n".join(mentions)
+
+
+def test_the_project_installs_one_top_level_package():
+    """Nothing but `arena` (and the repository's tests, bench and scripts) sits at the top: a generic top-level
+    `agents` or `tools` would collide with other packages of the field (the OpenAI Agents SDK installs `agents`)."""
+    top = sorted(p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert top in (["arena"], ["arena", "tests"]), top

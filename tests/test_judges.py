@@ -2,12 +2,12 @@ import asyncio
 
 import pytest
 
-from arena.budget import Budget
-from arena.task import TaskRef
-from arena.trajectory import Episode
-from judges.llm import JudgeCache, llm, parse_judgement
-from judges.mcq import extract_choice, mcq
-from judges.normalized import normalize_answer, normalized, normalized_strict
+from arena.core.budget import Budget
+from arena.core.task import TaskRef
+from arena.core.trajectory import Episode
+from arena.judges.llm import JudgeCache, llm, parse_judgement
+from arena.judges.mcq import extract_choice, mcq
+from arena.judges.normalized import normalize_answer, normalized, normalized_strict
 from tests.support.openai_server import OpenAIStub, Reply
 
 

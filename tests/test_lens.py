@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from arena.blobs import BlobStore
-from arena.context_image import ContextImage
-from arena.tool import ToolError, ToolOptions
+from arena.core.blobs import BlobStore
+from arena.core.context_image import ContextImage
+from arena.core.tool import ToolError, ToolOptions
 from tests.support.fake_serper import COLORS, FakeGoogleApis
 from tests.support.local_s3 import local_s3, object_keys
-from tools.cassette import CassetteStore
-from tools.image_search import ImageSearchTool
-from tools.keypool import KeysExhausted
-from tools.lens import LiveImageSearch
-from tools.web_search import WebSearch
+from arena.tools.cassette import CassetteStore
+from arena.tools.image_search import ImageSearchTool
+from arena.tools.keypool import KeysExhausted
+from arena.tools.lens import LiveImageSearch
+from arena.tools.web_search import WebSearch
 
 SERPAPI_GOOD = "serpapi-good-key-5555555"
 SERPAPI_REVOKED = "serpapi-revoked-key-0000"

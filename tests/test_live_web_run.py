@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from arena.tool import ToolOptions
-from runs.config import RunConfig
-from runs.runner import RunResult, run
+from arena.core.tool import ToolOptions
+from arena.runs.config import RunConfig
+from arena.runs.runner import RunResult, run
 from tests.support.fake_serper import FakeGoogleApis
 from tests.support.local_s3 import local_s3, object_keys
 from tests.support.openai_server import OpenAIStub, last_user_text
 from tests.support.tiny_dataset import write_tiny_dataset
-from tools import image_host, lens, serper, web_search
+from arena.tools import image_host, lens, serper, web_search
 
 KEY = "serper-run-key-0123456789"
 BUCKET = "arena-crops"
@@ -165,7 +165,7 @@ def test_two_spent_keys_rotate_then_stop_the_web_with_one_message(tmp_path: Path
     q3 = next(e for e in result.episodes if e.task.id == "q3")
     assert q3.steps[-1].observation.text == f"Error: {message}"
     assert fake.refusals["credits"] == 2 and fake.keys_used[:2] == keys, "q4 made no request"
-    pool_logs = [r for r in caplog.records if r.name == "tools.keypool"]
+    pool_logs = [r for r in caplog.records if r.name == "arena.tools.keypool"]
     assert [r.levelname for r in pool_logs] == ["WARNING", "ERROR"], "one rotation, one stop"
     assert all(k not in caplog.text for k in keys)
     run_files = b"".join(p.read_bytes() for p in Path(result.run_dir).rglob("*") if p.is_file())
@@ -175,7 +175,7 @@ def test_two_spent_keys_rotate_then_stop_the_web_with_one_message(tmp_path: Path
 def test_cli_replays_the_live_run_offline(recorded, network_disabled, tmp_path: Path):
     from typer.testing import CliRunner
 
-    from runs.cli.main import app
+    from arena.runs.cli.main import app
 
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))

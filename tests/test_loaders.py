@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from arena.dataset import DatasetError, load_datasets
+from arena.core.dataset import DatasetError, load_datasets
 
 
 def test_vistaarena_jsonl(tiny_data):

@@ -5,8 +5,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from arena.dataset import DatasetError, load_datasets
-from runs.cli.main import app
+from arena.core.dataset import DatasetError, load_datasets
+from arena.runs.cli.main import app
 
 runner = CliRunner()
 ITEM = {"id": "a", "prompt": [{"role": "user", "content": "<image>Which year?"}], "reward_model": {"ground_truth": "x"},

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from arena.dataset import load_datasets
-from runs.cli.main import app
-from suites.ureason.world import Criterion, build, gold_svg, wrong_svg
+from arena.core.dataset import load_datasets
+from arena.runs.cli.main import app
+from arena.suites.ureason.world import Criterion, build, gold_svg, wrong_svg
 from tests.support.openai_server import OpenAIStub
 from tests.support.qwen_script import judge_reply
 from tests.support.tiny_dataset import write_tiny_dataset

@@ -2,10 +2,10 @@
 
 import json
 
-from judges.metrics import summarize
-from runs.config import RunConfig
-from runs.runner import run
-from runs.store import RunStore
+from arena.judges.metrics import summarize
+from arena.runs.config import RunConfig
+from arena.runs.runner import run
+from arena.runs.store import RunStore
 from tests.support.openai_server import OpenAIStub
 from tests.support.qwen_script import respond
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from arena.agent import register_agent
-from arena.tool import register_tool
-from runs.plugins import load_entry_points
+from arena.core.agent import register_agent
+from arena.core.tool import register_tool
+from arena.runs.plugins import load_entry_points
 from tests.support.tiny_dataset import write_tiny_dataset
 
 ARENA = str(Path(sys.executable).with_name("arena"))
@@ -26,11 +26,11 @@ ARENA = str(Path(sys.executable).with_name("arena"))
 PLUGIN = '''
 """A third-party arena plugin: an `echo_tool`, an `echo` setting, an `echo-agent` and an `echo-judge`."""
 from pydantic import BaseModel
-from arena.agent import Agent, AgentTurn, register_agent
-from arena.judge import Judge, register_judge
-from arena.settings import register_setting
-from arena.tool import Tool, ToolResult, register_tool
-from arena.verdict import Verdict
+from arena.core.agent import Agent, AgentTurn, register_agent
+from arena.core.judge import Judge, register_judge
+from arena.core.settings import register_setting
+from arena.core.tool import Tool, ToolResult, register_tool
+from arena.core.verdict import Verdict
 
 
 class EchoArgs(BaseModel):
@@ -136,7 +136,7 @@ def test_registries_refuse_a_second_entry_under_a_taken_name() -> None:
         def another_scripted():  # pragma: no cover - never called
             raise AssertionError
 
-    from tools.crop import CropTool
+    from arena.tools.crop import CropTool
 
     clone = type("CropClone", (CropTool,), {})
     with pytest.raises(ValueError, match="tool 'image_zoom_in_tool' registered twice"):

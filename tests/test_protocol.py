@@ -1,4 +1,4 @@
-from arena.protocol import extract_answer, parse_response, split_thinking
+from arena.core.protocol import extract_answer, parse_response, split_thinking
 
 
 def test_tool_call_with_thinking():

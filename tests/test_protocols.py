@@ -11,18 +11,18 @@ from pathlib import Path
 from PIL import Image
 from rich.console import Console
 
-from judges.llm import judge_image_size
-from runs.config import RunConfig
-from runs.judging import Judges
-from runs.rundata import load_run
-from runs.report import build_report
-from runs.runner import run
-from runs.table import summary_table
-from suites.carv.loader import parse_stem
-from suites.carv.world import render_state
-from suites.mmir.world import build as build_mmir
-from arena.dataset import load_datasets
-from arena.images import encode_png
+from arena.judges.llm import judge_image_size
+from arena.runs.config import RunConfig
+from arena.runs.judging import Judges
+from arena.runs.rundata import load_run
+from arena.runs.report import build_report
+from arena.runs.runner import run
+from arena.runs.table import summary_table
+from arena.suites.carv.loader import parse_stem
+from arena.suites.carv.world import render_state
+from arena.suites.mmir.world import build as build_mmir
+from arena.core.dataset import load_datasets
+from arena.core.images import encode_png
 from tests.support.openai_server import OpenAIStub
 from tests.support.tiny_dataset import write_tiny_dataset
 
@@ -123,7 +123,7 @@ def test_carv_original_counts_the_paper_llm_judge_and_computes_the_parser_beside
 def test_the_protocol_is_said_before_the_first_episode_and_shown_in_the_cli_tables(tmp_path: Path):
     from typer.testing import CliRunner
 
-    from runs.cli.main import app
+    from arena.runs.cli.main import app
 
     cli = CliRunner()
     published = write_tiny_dataset(tmp_path / "va")

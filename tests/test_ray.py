@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.runner import run
+from arena.runs.runner import run
 from tests.support.openai_server import OpenAIStub
 from tests.test_sweep_support import ConcurrencyProbe, assert_same_run, policy_config, write_sweep_dataset
 from tests.test_workers import forked_requests

@@ -9,13 +9,13 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from arena.budget import Budget
-from runs.cli.main import app
-from endpoints.client import Endpoint, EndpointConfig, RejectedError, TransientEndpointError
-from arena.task import TaskRef
-from arena.trajectory import Episode
-from judges.llm import llm
-from runs.store import RunStore
+from arena.core.budget import Budget
+from arena.runs.cli.main import app
+from arena.endpoints.client import Endpoint, EndpointConfig, RejectedError, TransientEndpointError
+from arena.core.task import TaskRef
+from arena.core.trajectory import Episode
+from arena.judges.llm import llm
+from arena.runs.store import RunStore
 from tests.support.openai_server import Reply, completion_body
 from tests.support.real_server import RealServer, Rules
 from tests.support.tiny_dataset import write_tiny_dataset
@@ -444,7 +444,7 @@ def test_a_judge_endpoint_that_refuses_stops_the_run(tmp_path):
 
 
 def test_run_stops_count_per_endpoint_and_ignore_an_endpoint_that_has_answered():
-    from runs.stops import RunStops, endpoint_label
+    from arena.runs.stops import RunStops, endpoint_label
 
     def refused(agent: str, steps: int = 0) -> Episode:
         episode = Episode(id=agent, run_id="r", key=agent, task=TaskRef(id="t", suite="test", question="?",

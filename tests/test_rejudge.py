@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from runs.cli.main import app
-from runs.config import RunConfig
-from runs.rejudge import agreement, cohen_kappa, rejudge
-from runs.runner import run
-from runs.store import RunStore
+from arena.runs.cli.main import app
+from arena.runs.config import RunConfig
+from arena.runs.rejudge import agreement, cohen_kappa, rejudge
+from arena.runs.runner import run
+from arena.runs.store import RunStore
 from tests.support.openai_server import OpenAIStub, Reply
 
 T, F = True, False

@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from PIL import Image
 
-from arena.tool import ToolArgumentError, ToolError, ToolOptions
-from tools.render import RenderTool
+from arena.core.tool import ToolArgumentError, ToolError, ToolOptions
+from arena.tools.render import RenderTool
 
 
 async def _render(tool: RenderTool, arguments: dict):

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from runs.cli.main import app
-from runs.config import RunConfig
-from runs.replay import check_episode
-from runs.rundata import load_run
-from runs.runner import run
+from arena.runs.cli.main import app
+from arena.runs.config import RunConfig
+from arena.runs.replay import check_episode
+from arena.runs.rundata import load_run
+from arena.runs.runner import run
 
 SCRIPT = [{"tool": "image_zoom_in_tool", "arguments": {"bbox_2d": [700, 50, 1000, 250], "label": "sign"}},
           {"tool": "text_search_tool", "arguments": {"query": "Orvanta lighthouse built"}},

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from runs.cli.main import app
-from runs.config import RunConfig
-from runs.plot import sweep_lines
-from runs.report import build_report
-from runs.rundata import load_run
-from runs.runner import run
+from arena.runs.cli.main import app
+from arena.runs.config import RunConfig
+from arena.runs.plot import sweep_lines
+from arena.runs.report import build_report
+from arena.runs.rundata import load_run
+from arena.runs.runner import run
 
 EVIL = "<script>alert(1)</script>"
 
@@ -60,7 +60,7 @@ def test_report_of_two_runs(tmp_path: Path) -> None:
 def test_report_shows_judge_agreement_when_a_run_has_two_judges(tmp_path: Path) -> None:
     import asyncio
 
-    from runs.rejudge import rejudge
+    from arena.runs.rejudge import rejudge
 
     result = make(tmp_path, "paris", "Paris")
     asyncio.run(rejudge(result.run_dir, "normalized", label="second"))
@@ -74,10 +74,10 @@ def test_streamed_tables_equal_those_computed_from_episode_objects(tmp_path: Pat
     figures computed from every Episode and Verdict object (the functions the report used before) agree."""
     import asyncio
 
-    from runs.failures import LABELS, failure_counts
-    from runs.prefix import model_call_counts
-    from runs.rejudge import agreements, rejudge
-    from runs.report import SHORT_LABELS, agreement_table, calls_table, failure_table
+    from arena.runs.failures import LABELS, failure_counts
+    from arena.runs.prefix import model_call_counts
+    from arena.runs.rejudge import agreements, rejudge
+    from arena.runs.report import SHORT_LABELS, agreement_table, calls_table, failure_table
 
     result = make(tmp_path, "paris", "Paris")
     asyncio.run(rejudge(result.run_dir, "normalized-strict"))

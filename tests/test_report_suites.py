@@ -8,12 +8,12 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from arena.dataset import load_datasets
-from runs.cli.main import app
-from runs.config import RunConfig
-from runs.report import build_report
-from runs.rundata import load_run
-from runs.runner import run
+from arena.core.dataset import load_datasets
+from arena.runs.cli.main import app
+from arena.runs.config import RunConfig
+from arena.runs.report import build_report
+from arena.runs.rundata import load_run
+from arena.runs.runner import run
 
 
 def table(report, start: str):
@@ -21,7 +21,7 @@ def table(report, start: str):
 
 
 def test_carv_table2_grid(tmp_path: Path) -> None:
-    from suites.carv.world import build
+    from arena.suites.carv.world import build
 
     world = build(tmp_path / "carv", seed=1, size="small")
     tasks = load_datasets(world)[0].tasks
@@ -41,7 +41,7 @@ def test_carv_table2_grid(tmp_path: Path) -> None:
 
 
 def test_ureason_settings_with_gains(tmp_path: Path) -> None:
-    from suites.ureason.world import Criterion, build, gold_svg, wrong_svg
+    from arena.suites.ureason.world import Criterion, build, gold_svg, wrong_svg
 
     good = {"direct": {"code"}, "guided": {"code", "text", "spatial"},
             "decontext": {"code", "text", "spatial", "attribute", "arithmetic"}}
@@ -68,7 +68,7 @@ def test_ureason_settings_with_gains(tmp_path: Path) -> None:
 
 
 def test_condchain_per_domain(tmp_path: Path) -> None:
-    from suites.condchain.world import build_agentic
+    from arena.suites.condchain.world import build_agentic
 
     world = build_agentic(tmp_path / "world", seed=11, size="small", count=1)
     script = {}

@@ -3,9 +3,9 @@ of the Verdict objects' usages (Usage.__add__: None only where no verdict said),
 
 from __future__ import annotations
 
-from arena.trajectory import Usage
-from arena.verdict import Verdict
-from runs.runner import add_judge_usage
+from arena.core.trajectory import Usage
+from arena.core.verdict import Verdict
+from arena.runs.runner import add_judge_usage
 
 
 def verdict(n: int, usage: Usage | None) -> Verdict:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from arena.tool import ToolOptions, ToolOutage
+from arena.core.tool import ToolOptions, ToolOutage
 from tests.support.fake_serper import FakeGoogleApis
-from tools.keypool import KeyPool, KeysExhausted, scrub
-from tools.serper import SerperClient, SerperProvider, retry_after_seconds
-from tools.web_search import WebSearch, WebUnavailable, check_web_options
+from arena.tools.keypool import KeyPool, KeysExhausted, scrub
+from arena.tools.serper import SerperClient, SerperProvider, retry_after_seconds
+from arena.tools.web_search import WebSearch, WebUnavailable, check_web_options
 
 KEY_A = "serper-test-key-aaaa-1111"
 KEY_B = "serper-test-key-bbbb-2222"
@@ -50,7 +50,7 @@ def test_refused_and_spent_keys_rotate_then_stop_with_one_clear_message(caplog):
     fake = FakeGoogleApis({KEY_A: 1, KEY_B: 1})
     try:
         serper = provider(fake, KEY_BAD, KEY_A, KEY_B)
-        caplog.set_level(logging.WARNING, logger="tools.keypool")
+        caplog.set_level(logging.WARNING, logger="arena.tools.keypool")
         assert serper.text("orvanta", 1)[0]["title"] == "Orvanta Lighthouse"   # revoked key -> key 2
         assert serper.text("velmora", 1)                                       # key 2 spent -> key 3
         with pytest.raises(KeysExhausted) as first:
@@ -67,7 +67,7 @@ def test_refused_and_spent_keys_rotate_then_stop_with_one_clear_message(caplog):
                               "key 2: HTTP 400: Not enough credits; key 3: HTTP 400: Not enough credits)")
     assert "arena resume" in message and isinstance(first.value, ToolOutage)
     assert fake.keys_used == [KEY_A, KEY_B] and fake.refusals == {"auth": 1, "credits": 2}
-    records = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "tools.keypool"]
+    records = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "arena.tools.keypool"]
     assert [level for level, _ in records] == ["WARNING", "WARNING", "ERROR"]
     assert records[0][1] == ("serper: key 1 of 3 in $SERPER_API_KEY is spent (HTTP 403: Unauthorized.); "
                              "rotating to key 2 of 3 in $SERPER_API_KEY")

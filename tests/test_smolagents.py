@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from agents.smolagents_agent import smol_inputs, smolagents_agent
-from arena.agent import EpisodeView
-from arena.blobs import BlobStore
-from arena.context_image import ContextImage
-from arena.dataset import load_datasets
-from arena.tool import TOOLS, ToolOptions
-from runs.config import RunConfig
-from runs.runner import RunResult, run
+from arena.agents.smolagents_agent import smol_inputs, smolagents_agent
+from arena.core.agent import EpisodeView
+from arena.core.blobs import BlobStore
+from arena.core.context_image import ContextImage
+from arena.core.dataset import load_datasets
+from arena.core.tool import TOOLS, ToolOptions
+from arena.runs.config import RunConfig
+from arena.runs.runner import RunResult, run
 from tests.support.openai_server import OpenAIStub, Reply
 
 CROP = ("image_zoom_in_tool", {"bbox_2d": [700, 80, 960, 220], "label": "sign"})
@@ -204,8 +204,8 @@ def test_the_context_policy_rewrites_smolagents_messages_like_the_openai_transcr
     from smolagents.memory import ActionStep, TaskStep, ToolCall
     from smolagents.monitoring import Timing
 
-    from agents.context_policy import Limits, image_placeholder, text_placeholder
-    from agents.smolagents_agent import _tool_classes
+    from arena.agents.context_policy import Limits, image_placeholder, text_placeholder
+    from arena.agents.smolagents_agent import _tool_classes
 
     agent = smolagents_agent(model="m", base_url="http://127.0.0.1:9/v1")
     model = _tool_classes()[2](owner=agent, **agent.model_kwargs())

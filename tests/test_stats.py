@@ -10,16 +10,16 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from arena.budget import Budget
-from arena.task import TaskRef
-from arena.trajectory import Episode
-from arena.verdict import Verdict
-from judges.metrics import summarize
-from judges.stats import bootstrap_ci, majority_at_k, mcnemar_exact, pass_at_k
-from runs.analysis import episode_rows, load_run_frames
-from runs.cli.main import app
-from runs.rundata import load_run
-from runs.store import RunStore
+from arena.core.budget import Budget
+from arena.core.task import TaskRef
+from arena.core.trajectory import Episode
+from arena.core.verdict import Verdict
+from arena.judges.metrics import summarize
+from arena.judges.stats import bootstrap_ci, majority_at_k, mcnemar_exact, pass_at_k
+from arena.runs.analysis import episode_rows, load_run_frames
+from arena.runs.cli.main import app
+from arena.runs.rundata import load_run
+from arena.runs.store import RunStore
 from tests.support.tiny_dataset import write_tiny_dataset
 
 runner = CliRunner()
@@ -148,7 +148,7 @@ def test_exports_and_frames(tmp_path):
 def test_grouped_draws_match_drawing_task_by_task():
     import numpy as np
 
-    from judges.stats import _direct
+    from arena.judges.stats import _direct
 
     tasks = [(0.0, 1.0, 1.0), (0.0, 0.0, 1.0), (1.0, 1.0, 1.0), (0.0, 0.0, 0.0), (0.0, 0.5)] * 8
     fast = bootstrap_ci(tasks, resamples=20_000)

@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from arena.budget import Budget
-from arena.task import TaskRef
-from arena.trajectory import Episode
-from runs.store import RunStore, RunStoreError, repair_torn_tail
+from arena.core.budget import Budget
+from arena.core.task import TaskRef
+from arena.core.trajectory import Episode
+from arena.runs.store import RunStore, RunStoreError, repair_torn_tail
 
 
 def make_episode(i, key, reason="answered"):

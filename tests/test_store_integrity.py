@@ -18,18 +18,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.dataset import load_datasets
-from arena.jsonl import append_line
-from judges.llm import JudgeCache
-from judges.metrics import summarize
-from runs.cli.main import app
-from runs.config import RunConfig
-from runs.lock import RunLock, RunLockedError
-from runs.run_index import INDEX_NAME, EpisodeIndex
-from runs.runner import run
-from runs.scan import summarize_store
-from runs.store import RunStore
-from suites.mmir.world import build as build_mmir
+from arena.core.dataset import load_datasets
+from arena.core.jsonl import append_line
+from arena.judges.llm import JudgeCache
+from arena.judges.metrics import summarize
+from arena.runs.cli.main import app
+from arena.runs.config import RunConfig
+from arena.runs.lock import RunLock, RunLockedError
+from arena.runs.run_index import INDEX_NAME, EpisodeIndex
+from arena.runs.runner import run
+from arena.runs.scan import summarize_store
+from arena.runs.store import RunStore
+from arena.suites.mmir.world import build as build_mmir
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.tiny_dataset import write_tiny_dataset
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from arena.trajectory import episode_key
-from runs.config import AgentChoice, RunConfig
-from runs.prefix import model_call_counts
-from runs.report import build_report, sweep_tables
-from runs.rundata import load_run
-from runs.runner import run
-from runs.store import RunStoreError
+from arena.core.trajectory import episode_key
+from arena.runs.config import AgentChoice, RunConfig
+from arena.runs.prefix import model_call_counts
+from arena.runs.report import build_report, sweep_tables
+from arena.runs.rundata import load_run
+from arena.runs.runner import run
+from arena.runs.store import RunStoreError
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.test_sweep_support import NEEDS, ConcurrencyProbe, comparable, policy, policy_config, write_sweep_dataset
 
@@ -148,7 +148,7 @@ def test_endpoint_limit_caps_parallel_requests(sweep_data: Path, tmp_path: Path)
 
 
 def test_sliding_window_admits_per_minute() -> None:
-    from runs.limits import SlidingWindow
+    from arena.runs.limits import SlidingWindow
 
     clock = {"t": 0.0}
     waits: list[float] = []

@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from runs.runner import run
-from runs.store import RunStore
+from arena.runs.runner import run
+from arena.runs.store import RunStore
 from tests.support.openai_server import OpenAIStub
 from tests.test_sweep_support import policy, policy_config, timeless, write_sweep_dataset
 

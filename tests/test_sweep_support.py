@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from endpoints.transcript import read_calls
-from runs.config import RunConfig
-from runs.store import RunStore
+from arena.endpoints.transcript import read_calls
+from arena.runs.config import RunConfig
+from arena.runs.store import RunStore
 from tests.support.openai_server import Reply, last_user_text
 from tests.support.tiny_dataset import write_tiny_dataset
 

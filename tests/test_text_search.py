@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from arena.dataset import load_datasets
-from arena.tool import ToolContext, ToolError, ToolOptions
-from tools.corpus_index import CorpusIndex
-from tools.text_search import TextSearchTool
+from arena.core.dataset import load_datasets
+from arena.core.tool import ToolContext, ToolError, ToolOptions
+from arena.tools.corpus_index import CorpusIndex
+from arena.tools.text_search import TextSearchTool
 
 
 def ctx_for(dataset):

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.blobs import BlobStore
-from endpoints.transcript import TranscriptWriter
-from runs.cli.main import app
-from runs.config import AgentChoice, RunConfig
-from runs.fork import fork_config
-from runs.replay import calls_by_step
-from runs.rundata import load_run
-from runs.runner import run
-from runs.store import RunStore
+from arena.core.blobs import BlobStore
+from arena.endpoints.transcript import TranscriptWriter
+from arena.runs.cli.main import app
+from arena.runs.config import AgentChoice, RunConfig
+from arena.runs.fork import fork_config
+from arena.runs.replay import calls_by_step
+from arena.runs.rundata import load_run
+from arena.runs.runner import run
+from arena.runs.store import RunStore
 from tests.support.openai_server import OpenAIStub, Reply
 
 BOXES = [[0, 0, 500, 500], [500, 0, 1000, 500], [0, 500, 500, 1000], [500, 500, 1000, 1000], [250, 250, 750, 750]]
@@ -152,7 +152,7 @@ def test_judging_a_finished_run_again_records_its_calls(tiny_data, tmp_path):
 
 
 def test_a_call_line_cut_by_a_kill_is_dropped_when_the_run_is_reopened(tiny_data, tmp_path):
-    from runs.store import RunStore
+    from arena.runs.store import RunStore
 
     with OpenAIStub(crop_agent(False)) as server:
         result = run(RunConfig(data=str(tiny_data), agent="openai", out=str(tmp_path / "logs"), task_ids=["q2"],
@@ -319,8 +319,8 @@ def test_images_recorded_from_the_payloads_of_their_parts_are_what_decoding_the_
     """The openai agent's image parts carry the bytes their data URLs encode (`serialised_part(payload=)`): the
     recorder stores those without decoding any URL, and the run's requests and blobs are byte for byte those of a
     run that decodes the URLs (no payload found), or that reads its parts back out of their bytes."""
-    import endpoints.transcript as transcript_module
-    from arena import context_image
+    import arena.endpoints.transcript as transcript_module
+    from arena.core import context_image
 
     decoded: list[int] = []
     real = transcript_module.base64.b64decode
@@ -356,7 +356,7 @@ def test_runs_in_one_process_store_the_images_of_shared_parts_without_decoding_t
     """Runs in one process (a sweep, or a worker process whose every episode has its own recorder) share the
     image parts: a run without transcript and then two recording runs over the same task decode no data URL (a
     payload travels with its part, not with one recorder), and the recording runs store the same blobs."""
-    import endpoints.transcript as transcript_module
+    import arena.endpoints.transcript as transcript_module
 
     decoded: list[int] = []
     real = transcript_module.base64.b64decode
@@ -382,7 +382,7 @@ def test_messages_with_pre_serialised_parts_read_back_as_their_json():
     part is read fast (exactly url, nothing escaped) or parsed (detail, escapes, non-ASCII, other parts)."""
     import orjson
 
-    from endpoints.transcript import _plain, serialised_part
+    from arena.endpoints.transcript import _plain, serialised_part
 
     png = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * 3).decode()
     parts = [{"type": "image_url", "image_url": {"url": png}},
@@ -405,7 +405,7 @@ def test_image_parts_joined_around_their_url_are_the_json_orjson_would_write():
     bytes are orjson's whenever it takes that way, and anything it cannot vouch for goes through orjson."""
     import orjson
 
-    from endpoints.transcript import serialised_part
+    from arena.endpoints.transcript import serialised_part
 
     b64 = base64.b64encode(bytes(range(256)) * 3).decode()
     safe = [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}"}},
@@ -429,8 +429,8 @@ def test_image_parts_joined_around_their_url_are_the_json_orjson_would_write():
 def test_episodes_showing_one_image_share_one_serialised_part(tiny_data, tmp_path, monkeypatch):
     """Two tasks with the same task image: its part is serialised once for both episodes (and once for a second
     run in the process); the requests are byte for byte those of a run that serialises it per episode."""
-    import endpoints.transcript as transcript_module
-    from arena import context_image
+    import arena.endpoints.transcript as transcript_module
+    from arena.core import context_image
 
     made: list[int] = []
     real = transcript_module.serialised_part
@@ -462,7 +462,7 @@ def test_request_bodies_in_pieces_join_to_the_json_of_the_request():
     copied), the JSON around them in between; joined, the pieces are `orjson.dumps(params)` byte for byte."""
     import orjson
 
-    from endpoints.transcript import PIECE, body_pieces, serialised_part
+    from arena.endpoints.transcript import PIECE, body_pieces, serialised_part
 
     big = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * (PIECE // 128)).decode()
     small = "data:image/png;base64," + base64.b64encode(b"tiny").decode()
@@ -494,9 +494,9 @@ def test_request_bodies_in_pieces_join_to_the_json_of_the_request():
 def test_episodes_awaiting_one_image_together_base64_encode_it_once(tiny_data, tmp_path, monkeypatch):
     """Eight repeats of a task at concurrency 8 show the task image and crop the same five boxes at the same
     moments: every image is base64-encoded for its data URL once, not once per episode that was waiting for it."""
-    import agents.openai_agent as agent_module
-    import endpoints.transcript as transcript_module
-    from arena import context_image
+    import arena.agents.openai_agent as agent_module
+    import arena.endpoints.transcript as transcript_module
+    from arena.core import context_image
 
     encoded: list[bytes] = []
     real = agent_module.base64.b64encode

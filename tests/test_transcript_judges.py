@@ -13,16 +13,16 @@ from typing import Any, Callable
 import pytest
 from PIL import Image
 
-from arena.blobs import BlobStore
-from arena.dataset import load_datasets
-from arena.trajectory import Episode
-from endpoints import transcript
-from judges.llm import llm
-from suites.carv.judge import carv_llm
-from suites.carv.loader import NO_RESULT
-from suites.carv.world import build as build_carv
-from suites.mmir.judge import mmir
-from suites.ureason.judge import ureason_reasoning, ureason_vlm
+from arena.core.blobs import BlobStore
+from arena.core.dataset import load_datasets
+from arena.core.trajectory import Episode
+from arena.endpoints import transcript
+from arena.judges.llm import llm
+from arena.suites.carv.judge import carv_llm
+from arena.suites.carv.loader import NO_RESULT
+from arena.suites.carv.world import build as build_carv
+from arena.suites.mmir.judge import mmir
+from arena.suites.ureason.judge import ureason_reasoning, ureason_vlm
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.published_episodes import final_turn_episode
 from tests.suites.carv.test_carv import episode as carv_episode

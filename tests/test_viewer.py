@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from runs.cli.main import app
-from runs.config import RunConfig
-from runs.rundata import load_run
-from runs.runner import run
-from runs.viewer import build_viewer, viewer_data, write_viewer
+from arena.runs.cli.main import app
+from arena.runs.config import RunConfig
+from arena.runs.rundata import load_run
+from arena.runs.runner import run
+from arena.runs.viewer import build_viewer, viewer_data, write_viewer
 
 playwright_api = pytest.importorskip("playwright.async_api")
 
@@ -36,7 +36,7 @@ def make_run(tiny_data: Path, tmp_path: Path, run_id: str, script=SCRIPT, repeat
 
 
 async def open_page(path: Path, actions):
-    from tools.chromium import launch_chromium
+    from arena.tools.chromium import launch_chromium
 
     async with playwright_api.async_playwright() as p:
         browser = await launch_chromium(p)
@@ -211,7 +211,7 @@ def test_view_serve_serves_the_page_and_its_shards(tiny_data: Path, tmp_path: Pa
             assert httpx.get(url.replace("viewer.html", private)).status_code == 404, private
 
         async def browse():
-            from tools.chromium import launch_chromium
+            from arena.tools.chromium import launch_chromium
 
             async with playwright_api.async_playwright() as p:
                 browser = await launch_chromium(p, contained=False)  # it must reach the local server

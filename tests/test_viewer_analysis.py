@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from arena.world import WORLD_BUILDERS
-from endpoints.transcript import read_calls
-from runs.config import RunConfig
-from runs.plugins import load_plugins
-from runs.rundata import load_run
-from runs.runner import run
-from runs.viewer import write_viewer
+from arena.core.world import WORLD_BUILDERS
+from arena.endpoints.transcript import read_calls
+from arena.runs.config import RunConfig
+from arena.runs.plugins import load_plugins
+from arena.runs.rundata import load_run
+from arena.runs.runner import run
+from arena.runs.viewer import write_viewer
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.test_viewer import PAYLOAD, open_page
 
@@ -106,7 +106,7 @@ def test_gold_path_compare_variants_sort_permalink_zoom(world: Path, tmp_path: P
 
 async def open_at(page_path: Path, fragment: str) -> tuple[list[str], str]:
     """Open the page at a permalink fragment over file://; the errors and the text of the row it opened."""
-    from tools.chromium import launch_chromium
+    from arena.tools.chromium import launch_chromium
 
     async with playwright_api.async_playwright() as p:
         browser = await launch_chromium(p)

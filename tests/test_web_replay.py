@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from runs.cli.main import app
-from arena.tool import ToolOptions
-from runs.config import RunConfig
-from runs.runner import RunResult, run
+from arena.runs.cli.main import app
+from arena.core.tool import ToolOptions
+from arena.runs.config import RunConfig
+from arena.runs.runner import RunResult, run
 from tests.support.openai_server import OpenAIStub, last_user_text
 from tests.support.tiny_dataset import write_tiny_dataset
 from tests.test_web_search import FakeWeb
-from tools import web_search
+from arena.tools import web_search
 
 SCRIPT = {
     "q1": [{"tool": "text_search_tool", "arguments": {"query": "Who built Orvanta Lighthouse?"}},

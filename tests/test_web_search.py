@@ -15,9 +15,9 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from PIL import Image
 
-from arena.tool import ToolError, ToolOptions
-from tools.cassette import Cassette
-from tools.web_search import (DDGSProvider, PageError, PageFetcher, SearxngProvider, TransientSearchError, WebSearch,
+from arena.core.tool import ToolError, ToolOptions
+from arena.tools.cassette import Cassette
+from arena.tools.web_search import (DDGSProvider, PageError, PageFetcher, SearxngProvider, TransientSearchError, WebSearch,
                               WebUnavailable, is_private_host)
 
 PAGES = {
@@ -312,10 +312,10 @@ def test_searxng_needs_an_endpoint():
 def test_tools_of_one_run_share_one_web_backend(tmp_path):
     import asyncio
 
-    from arena.tool import ToolOptions
-    from tools.image_search import ImageSearchTool
-    from tools.text_search import TextSearchTool
-    from tools.web_search import web_for
+    from arena.core.tool import ToolOptions
+    from arena.tools.image_search import ImageSearchTool
+    from arena.tools.text_search import TextSearchTool
+    from arena.tools.web_search import web_for
 
     options = ToolOptions(web="record", cassette=str(tmp_path / "c.sqlite"), image_search="web")
     text, image = TextSearchTool(options), ImageSearchTool(options)

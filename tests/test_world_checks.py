@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from arena.world import WORLD_BUILDERS
-from runs.world_check import check_world
+from arena.core.world import WORLD_BUILDERS
+from arena.runs.world_check import check_world
 
 BUILDS = {  # the smallest build of each kind that still covers every domain / operation / family
     "condchain-mini": {"count": 1},

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from arena import blobs
-from arena.blobs import BlobStore
-from arena.jsonl import append_line
-from runs import file_digests
-from runs.config import RunConfig
-from runs.ray_backend import MemoryBlobStore
-from runs.runner import run
-from runs.writer import RunWriter, WriterBlobStore, settled
+from arena.core import blobs
+from arena.core.blobs import BlobStore
+from arena.core.jsonl import append_line
+from arena.runs import file_digests
+from arena.runs.config import RunConfig
+from arena.runs.ray_backend import MemoryBlobStore
+from arena.runs.runner import run
+from arena.runs.writer import RunWriter, WriterBlobStore, settled
 from tests.support.openai_server import OpenAIStub, Reply
 
 
@@ -145,7 +145,7 @@ def test_a_task_file_is_copied_once_per_run_hashed_once_and_stored_as_its_bytes(
     assert len(hashed) == 2 and hashed[0] == f"copy {photo}"
     assert Path(hashed[1]).parent == tmp_path / "run1" / "blobs"  # what is hashed is the copy made
     again = WriterBlobStore(tmp_path / "run2" / "blobs", writer).put_file(photo)  # another run: one copy, and no
-    assert again == first and hashed[2:] == [f"copy {photo}"]  # hashing while the file holds (runs.file_digests)
+    assert again == first and hashed[2:] == [f"copy {photo}"]  # hashing while the file holds (arena.runs.file_digests)
     assert BlobStore(tmp_path / "run2" / "blobs").get(first) == photo.read_bytes()
     scene(64, 49).save(photo, format="PNG")  # rewritten: a new size and mtime, stored again under its new hash
     changed = BlobStore(tmp_path / "run1" / "blobs").put_file(photo)

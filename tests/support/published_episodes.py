@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from arena.budget import Budget
-from arena.task import TaskRef
-from arena.trajectory import Episode, Observation, Step
+from arena.core.budget import Budget
+from arena.core.task import TaskRef
+from arena.core.trajectory import Episode, Observation, Step
 
 
 def final_turn_episode(output: str, answers: list[str], *, suite: str, task_id: str = "t", kind: str = "open",

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from arena.dataset import DatasetError, load_datasets
-from arena.images import encode_png
-from suites.carv.loader import (
+from arena.core.dataset import DatasetError, load_datasets
+from arena.core.images import encode_png
+from arena.suites.carv.loader import (
     NO_RESULT, PROPERTIES, VALUES, State, apply, compose, parse_stem, transformation,
 )
-from arena.task import TaskRef
-from arena.trajectory import Episode
-from arena.budget import Budget
-from arena.verdict import Verdict
-from suites.carv.world import CELLS, build, render_state
-from suites.carv.judge import carv_llm, carv_metrics, carv_parse, parse_caption, parser_agrees
+from arena.core.task import TaskRef
+from arena.core.trajectory import Episode
+from arena.core.budget import Budget
+from arena.core.verdict import Verdict
+from arena.suites.carv.world import CELLS, build, render_state
+from arena.suites.carv.judge import carv_llm, carv_metrics, carv_parse, parse_caption, parser_agrees
 from tests.support.openai_server import OpenAIStub, last_user_text
 
 ALL_STATES = [State(*values) for values in itertools.product(*(VALUES[p] for p in PROPERTIES))]

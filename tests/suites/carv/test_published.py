@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from suites.carv.judge import carv_llm, parse_correctness
+from arena.suites.carv.judge import carv_llm, parse_correctness
 from tests.support.published_episodes import final_turn_episode
 from tests.support.openai_server import OpenAIStub
 

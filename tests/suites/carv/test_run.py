@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from arena.dataset import load_datasets
-from suites.carv.loader import NO_RESULT, parse_stem
-from suites.carv.world import build
-from runs.config import RunConfig
-from runs.runner import run
+from arena.core.dataset import load_datasets
+from arena.suites.carv.loader import NO_RESULT, parse_stem
+from arena.suites.carv.world import build
+from arena.runs.config import RunConfig
+from arena.runs.runner import run
 
 
 def test_scripted_run_reproduces_known_accuracies(tmp_path):

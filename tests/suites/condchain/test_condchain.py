@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from suites.condchain import vpir
-from arena.dataset import DatasetError, load_datasets
-from suites.condchain.loader import parse_boxed
-from suites.condchain.world import build, build_agentic
-from suites.condchain.judge import path_f1
+from arena.suites.condchain import vpir
+from arena.core.dataset import DatasetError, load_datasets
+from arena.suites.condchain.loader import parse_boxed
+from arena.suites.condchain.world import build, build_agentic
+from arena.suites.condchain.judge import path_f1
 
 
 @pytest.mark.parametrize("text, label", [

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from suites.condchain.judge import condchain
+from arena.suites.condchain.judge import condchain
 from tests.support.published_episodes import final_turn_episode
 
 

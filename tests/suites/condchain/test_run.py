@@ -3,10 +3,10 @@ agentic GUI setting steps through the frames with the browser tool."""
 
 from pathlib import Path
 
-from arena.dataset import load_datasets
-from suites.condchain.world import build_agentic
-from runs.config import RunConfig
-from runs.runner import run
+from arena.core.dataset import load_datasets
+from arena.suites.condchain.world import build_agentic
+from arena.runs.config import RunConfig
+from arena.runs.runner import run
 
 
 def test_scripted_run_reproduces_path_f1(tmp_path: Path):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from suites.condchain.vpir import VPIRError, evaluate, holds, parse
+from arena.suites.condchain.vpir import VPIRError, evaluate, holds, parse
 
 FACTS = {
     "objects": [

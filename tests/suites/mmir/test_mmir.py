@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from arena.dataset import DatasetError, load_datasets
-from suites.mmir.loader import CATEGORIES, parse_task_id
-from suites.mmir.world import build
-from suites.mmir.judge import check_answer, predicted_ids
-from tools.browser_dom import mark_color
+from arena.core.dataset import DatasetError, load_datasets
+from arena.suites.mmir.loader import CATEGORIES, parse_task_id
+from arena.suites.mmir.world import build
+from arena.suites.mmir.judge import check_answer, predicted_ids
+from arena.tools.browser_dom import mark_color
 
 
 @pytest.mark.parametrize("answer, truth, score", [

@@ -14,9 +14,9 @@ import re
 
 import pytest
 
-from suites.mmir.judge import MMIR_TOTAL, mmir, mmir_metrics
-from judges.metrics import summarize
-from arena.verdict import Verdict
+from arena.suites.mmir.judge import MMIR_TOTAL, mmir, mmir_metrics
+from arena.judges.metrics import summarize
+from arena.core.verdict import Verdict
 from tests.support.published_episodes import final_turn_episode
 from tests.support.openai_server import OpenAIStub
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from arena.dataset import load_datasets
-from suites.mmir.world import build
-from runs.config import RunConfig
-from runs.rejudge import rejudge
-from runs.runner import run
-from runs.store import RunStore
+from arena.core.dataset import load_datasets
+from arena.suites.mmir.world import build
+from arena.runs.config import RunConfig
+from arena.runs.rejudge import rejudge
+from arena.runs.runner import run
+from arena.runs.store import RunStore
 from tests.support.openai_server import OpenAIStub, last_user_text
 
 
@@ -109,7 +109,7 @@ def test_a_judge_less_run_with_open_ended_items_refuses_to_start(world: Path, tm
     runs or is written, naming how many tasks and why (issue 16, item 2)."""
     from typer.testing import CliRunner
 
-    from runs.cli.main import app
+    from arena.runs.cli.main import app
 
     tasks = [t for t in load_datasets(world)[0].tasks if t.id.endswith(":open")][:2]
     script = {t.id: [{"answer": "<ans>element 1</ans>"}] for t in tasks}

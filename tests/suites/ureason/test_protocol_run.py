@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 
-from arena.dataset import load_datasets
-from runs.config import RunConfig
-from runs.runner import run
-from suites.ureason.world import Criterion, build, gold_svg
+from arena.core.dataset import load_datasets
+from arena.runs.config import RunConfig
+from arena.runs.runner import run
+from arena.suites.ureason.world import Criterion, build, gold_svg
 from tests.suites.ureason.test_published import JUDGE_REPLIES, ref_yes_no
 from tests.support.openai_server import OpenAIStub
 

@@ -12,9 +12,9 @@ import re
 import pytest
 from PIL import Image
 
-from arena.blobs import BlobStore
-from suites.ureason.loader import extract_refined_prompt
-from suites.ureason.judge import read_yes_no, ureason_vlm
+from arena.core.blobs import BlobStore
+from arena.suites.ureason.loader import extract_refined_prompt
+from arena.suites.ureason.judge import read_yes_no, ureason_vlm
 from tests.support.published_episodes import Observation, Step, final_turn_episode
 from tests.support.openai_server import OpenAIStub
 

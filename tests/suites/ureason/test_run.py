@@ -8,11 +8,11 @@ import json
 
 from PIL import Image
 
-from arena.dataset import load_datasets
-from arena.images import encode_png
-from suites.ureason.world import Criterion, build, gold_svg, wrong_svg
-from runs.config import RunConfig
-from runs.runner import run
+from arena.core.dataset import load_datasets
+from arena.core.images import encode_png
+from arena.suites.ureason.world import Criterion, build, gold_svg, wrong_svg
+from arena.runs.config import RunConfig
+from arena.runs.runner import run
 from tests.support.openai_server import OpenAIStub, Reply
 
 GOOD_FAMILIES = {"direct": {"code"}, "guided": {"code", "text", "spatial"},
@@ -83,9 +83,9 @@ def test_image_gen_agent_conditions_each_setting_as_ureason_does(tmp_path):
 
 
 def test_runs_warn_when_decontext_tasks_are_played_by_another_kind_of_agent(tmp_path):
-    from arena.world import WORLD_BUILDERS
-    from runs.config import RunConfig
-    from runs.runner import run
+    from arena.core.world import WORLD_BUILDERS
+    from arena.runs.config import RunConfig
+    from arena.runs.runner import run
 
     world = WORLD_BUILDERS["ureason-mini"](tmp_path / "w", seed=0, size="small")
     result = run(RunConfig(data=str(world), agent="scripted", agent_options={"script": [{"answer": "x"}]},

@@ -10,22 +10,22 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from arena.blobs import BlobStore
-from arena.budget import Budget
-from arena.dataset import DatasetError, load_datasets
-from arena.images import encode_png
-from arena.task import TaskRef
-from arena.tool import ToolError, ToolOptions
-from arena.trajectory import Episode, Observation, Step
-from arena.verdict import Verdict
-from suites.ureason.loader import extract_refined_prompt
-from suites.ureason.world import Criterion, build, generate, gold_svg, wrong_svg
-from suites.ureason.image_gen import GenerateImageTool, extract_markup
-from suites.ureason.judge import (
+from arena.core.blobs import BlobStore
+from arena.core.budget import Budget
+from arena.core.dataset import DatasetError, load_datasets
+from arena.core.images import encode_png
+from arena.core.task import TaskRef
+from arena.core.tool import ToolError, ToolOptions
+from arena.core.trajectory import Episode, Observation, Step
+from arena.core.verdict import Verdict
+from arena.suites.ureason.loader import extract_refined_prompt
+from arena.suites.ureason.world import Criterion, build, generate, gold_svg, wrong_svg
+from arena.suites.ureason.image_gen import GenerateImageTool, extract_markup
+from arena.suites.ureason.judge import (
     read_yes_no, ureason_metrics, ureason_reasoning, ureason_verify, ureason_vlm, verify,
 )
 from tests.support.openai_server import OpenAIStub, Reply, last_user_text
-from tools.render import RenderTool
+from arena.tools.render import RenderTool
 
 
 @pytest.mark.parametrize("text, expected, found", [

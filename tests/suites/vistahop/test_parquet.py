@@ -13,9 +13,9 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from runs.cli.main import app
-from arena.dataset import DatasetError, load_datasets
-from suites.vistahop.parquet import ParquetImages
+from arena.runs.cli.main import app
+from arena.core.dataset import DatasetError, load_datasets
+from arena.suites.vistahop.parquet import ParquetImages
 
 runner = CliRunner()
 

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from arena.world import WORLD_BUILDERS
-from suites.vistahop.world.schema import ATTRIBUTE_BY_NAME, RELATION_BY_NAME, render_sentence
-from runs.config import RunConfig
-from runs.runner import run
-from runs.world_check import check_world
+from arena.core.world import WORLD_BUILDERS
+from arena.suites.vistahop.world.schema import ATTRIBUTE_BY_NAME, RELATION_BY_NAME, render_sentence
+from arena.runs.config import RunConfig
+from arena.runs.runner import run
+from arena.runs.world_check import check_world
 
 ROUNDS = 30
 

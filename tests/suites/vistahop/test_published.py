@@ -18,13 +18,13 @@ import string
 import pytest
 from PIL import Image
 
-from arena.blobs import BlobStore
-from arena.budget import Budget
-from arena.task import TaskRef
-from arena.trajectory import Episode, Step
-from judges.llm import llm
-from judges.mcq import mcq, mcq_strict
-from judges.normalized import normalized, normalized_strict
+from arena.core.blobs import BlobStore
+from arena.core.budget import Budget
+from arena.core.task import TaskRef
+from arena.core.trajectory import Episode, Step
+from arena.judges.llm import llm
+from arena.judges.mcq import mcq, mcq_strict
+from arena.judges.normalized import normalized, normalized_strict
 from tests.support.openai_server import OpenAIStub, Reply
 
 ASSISTANT = "<|im_start|>assistant"
@@ -341,5 +341,5 @@ def test_llm_judge_follows_the_published_flow_with_the_image(tmp_path):
 
 @pytest.mark.parametrize("size", [(1000, 37), (4000, 3000), (100, 100), (333, 777), (5000, 30), (64, 1024)])
 def test_judge_image_size_matches_the_published_resize(size):
-    from judges.llm import judge_image_size
+    from arena.judges.llm import judge_image_size
     assert judge_image_size(*size) == ref_judge_size(*size)

@@ -16,8 +16,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from arena.dataset import DatasetError, load_datasets
-from runs.cli.main import app
+from arena.core.dataset import DatasetError, load_datasets
+from arena.runs.cli.main import app
 from tests.suites.vistahop.test_published import ref_llm_score, ref_mcq_correct
 from tests.suites.vistahop.test_published_run import published_judge
 from tests.support.openai_server import OpenAIStub

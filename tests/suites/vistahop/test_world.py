@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from arena.dataset import load_datasets
-from arena.world import WORLD_BUILDERS, read_world
-from suites.vistahop.world import WorldBuildError
-from suites.vistahop.world.chains import answer_in_question
-from suites.vistahop.world.fusion import apply, format_number
-from suites.vistahop.world.legibility import (ILLEGIBLE_BELOW_PX, LEGIBLE_FROM_PX, AnchorRuleError, check,
+from arena.core.dataset import load_datasets
+from arena.core.world import WORLD_BUILDERS, read_world
+from arena.suites.vistahop.world import WorldBuildError
+from arena.suites.vistahop.world.chains import answer_in_question
+from arena.suites.vistahop.world.fusion import apply, format_number
+from arena.suites.vistahop.world.legibility import (ILLEGIBLE_BELOW_PX, LEGIBLE_FROM_PX, AnchorRuleError, check,
                                               crop_pixels, crop_scale, measure, model_scale, relative_box)
-from suites.vistahop.world.schema import ATTRIBUTE_BY_NAME, CATEGORIES, RELATIONS
-from tools.crop import pixel_box, zoom
+from arena.suites.vistahop.world.schema import ATTRIBUTE_BY_NAME, CATEGORIES, RELATIONS
+from arena.tools.crop import pixel_box, zoom
 
 SEED = 7
 
@@ -34,7 +34,7 @@ def tasks_of(world: Path) -> list[dict]:
 
 
 def test_same_seed_gives_byte_identical_world(world, tmp_path):
-    code = (f"from pathlib import Path; import suites; from arena.world import WORLD_BUILDERS; "
+    code = (f"from pathlib import Path; import arena.suites; from arena.core.world import WORLD_BUILDERS; "
             f"WORLD_BUILDERS['vistahop-mini'](Path({str(tmp_path / 'again')!r}), seed={SEED}, size='tiny')")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=Path(__file__).resolve().parents[3])
@@ -166,7 +166,7 @@ def test_builder_refuses_to_overwrite_a_directory_that_is_not_a_world(tmp_path):
 
 
 def test_text_falls_back_to_pillows_bundled_font(monkeypatch):
-    from suites.vistahop.world import drawing
+    from arena.suites.vistahop.world import drawing
 
     monkeypatch.setattr(drawing, "FONT_CANDIDATES", ("/nonexistent/DejaVuSans-Bold.ttf",))
     drawing.font_source.cache_clear()

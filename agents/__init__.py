@@ -1,5 +1,0 @@
-"""Agents: OpenAI-compatible, scripted, world policies; importing the package registers them all."""
-
-from arena.discovery import import_submodules
-
-import_submodules(__name__)

@@ -1,0 +1,332 @@
+"""`openai`: any OpenAI-compatible chat endpoint (vLLM, SGLang, OpenAI...) as an agent.
+
+Tool modes:
+- `xml` (default, the VistaArena protocol): tools as JSON signatures inside
+  `<tools>` in the system prompt, calls as `<tool_call>` JSON in the text, tool
+  results as user messages wrapped in `<tool_response>`;
+- `native`: the API's `tools=` parameter and `tool_calls`; results as `tool`
+  messages, returned images in a following user message (tool messages cannot
+  carry images on most servers).
+
+Images go as PNG data URLs, smart-resized as a Qwen-VL processor would
+(`image_factor`, `image_min_pixels`, `image_max_pixels`); each image is encoded
+once per size while cached, and its `image_url` part serialised once (an
+`orjson.Fragment` sent as its own bytes, shared by the episodes that show it,
+carrying the PNG for the recorder: `arena.endpoints.transcript.serialised_part`).
+
+Limits (`arena.agents.context_policy`): `max_images` and `max_context_tokens` leave old
+returned images, then old observation texts, out of the transcript (one-line
+placeholders; recorded on the step's `input`). With `auto_limits` a rejection that
+states an image or context limit teaches the agent that limit for the endpoint and
+the turn is sent again at once.
+
+Replies: a reply cut at `finish_reason: "length"` without a complete action is an
+invalid round ("your reply was cut at the token limit..."); with `strict_answers`
+a reply with neither a tool call nor `<answer>` is asked once for `<answer>`.
+Provider fields of the reply (Gemini thought signatures...) are kept on the step
+and sent back verbatim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import mimetypes
+import weakref
+from typing import Any, Literal
+
+import orjson
+
+from arena.core.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
+from arena.core.context_image import ContextImage
+from arena.endpoints import transcript
+from arena.endpoints.client import ChatResponse, Endpoint, EndpointConfig, EndpointError, RejectedError
+from arena.core.images import IMAGE_FACTOR, MIN_PIXELS, smart_resize
+from arena.core.protocol import parse_response
+from arena.core.tool import tools_prompt_block
+from arena.core.trajectory import InputSummary, Step
+from arena.core.untrusted import json_text_problem
+
+from .context_policy import (Elision, Limits, Observed, image_placeholder, learn_from_rejection, plan_elision,
+                             text_placeholder)
+from .prompts import FINAL_ANSWER, FORMAT_INSTRUCTION, TOOL_RESPONSE, system_prompt
+
+DEFAULT_MAX_PIXELS = 1280 * 28 * 28
+CUT_AT_LIMIT = "your reply was cut at the token limit; answer more briefly"
+ASK_FOR_ANSWER = ("Your reply has neither a tool call nor an answer inside <answer></answer>. Call a tool, or give "
+                  "your final answer inside <answer></answer>.")
+logger = logging.getLogger(__name__)
+
+
+def _tokens(text: str | None) -> int:
+    return len(text or "") // 4
+
+
+class OpenAIAgent(Agent):
+    def __init__(self, endpoint: EndpointConfig, tool_mode: Literal["xml", "native"] = "xml",
+                 image_factor: int = IMAGE_FACTOR, image_min_pixels: int = MIN_PIXELS,
+                 image_max_pixels: int = DEFAULT_MAX_PIXELS, id: str | None = None,
+                 limits: Limits | None = None, auto_limits: bool = True, strict_answers: bool = False,
+                 image_detail: str | None = None):
+        if tool_mode not in ("xml", "native"):
+            raise ValueError(f"tool_mode must be 'xml' or 'native', got {tool_mode!r}")
+        self.config = endpoint
+        self.endpoint = Endpoint(endpoint)
+        self.tool_mode = tool_mode
+        self.text_protocol = tool_mode == "xml"
+        self.image_size = (image_factor, image_min_pixels, image_max_pixels)
+        self.id = id or f"openai:{endpoint.model}"
+        self.limits = limits or Limits()
+        self.learned = Limits()
+        self.auto_limits = auto_limits
+        self.strict_answers = strict_answers
+        self.image_detail = image_detail
+        self._parts: weakref.WeakKeyDictionary[ContextImage, orjson.Fragment] = weakref.WeakKeyDictionary()
+
+    async def _image_part(self, view: EpisodeView, index: int) -> orjson.Fragment:
+        """The image's serialised `image_url` part, computed once per episode (per ContextImage) and shared by the
+        episodes that show the same image the same way while it stays cached (`transcript.shared_part`)."""
+        image = view.images[index]
+        part = self._parts.get(image)
+        if part is not None:
+            return part
+        as_file = bool(view.task.metadata.get("images_as_files")) and index < view.n_task_images and image.path
+        mime = (mimetypes.guess_type(image.path.name)[0] or "image/jpeg") if as_file and image.path else None
+        key = (image.blob_id, mime or self.sizes(view), self.image_detail)  # all that decides the part
+        part = transcript.shared_part(key)
+        if part is None:
+            if as_file and image.path:
+                # a suite's published request (suites/*/protocol.py): the file's own bytes, the type by its name
+                data = await asyncio.to_thread(image.path.read_bytes)
+            else:
+                data, mime = await image.model_png(*self.sizes(view)), "image/png"
+            # episodes that asked at the same moment (a burst cropping one box) awaited together: the first one back
+            # encodes, the others take its part (nothing awaits from here to `serialised_part`, which shares it);
+            # the recorder stores `data` as it is
+            part = transcript.shared_part(key)
+            if part is None:
+                url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+                inner = {"url": url, "detail": self.image_detail} if self.image_detail else {"url": url}
+                part = transcript.serialised_part({"type": "image_url", "image_url": inner}, key, payload=data)
+        self._parts[image] = part
+        return part
+
+    def sizes(self, view: EpisodeView) -> tuple[int, int, int]:
+        """(factor, min pixels, max pixels) of the images sent: the agent's, or, when the agent keeps the defaults,
+        a suite's published processing (`metadata["image_size"]`, set by suites/*/protocol.py)."""
+        published = view.task.metadata.get("image_size")
+        if published and self.image_size == (IMAGE_FACTOR, MIN_PIXELS, DEFAULT_MAX_PIXELS):
+            return tuple(published)  # type: ignore[return-value]
+        return self.image_size
+
+    def _image_tokens(self, view: EpisodeView, index: int) -> int:
+        size = view.images[index].size
+        if size is None:
+            return 0
+        factor, lo, hi = self.sizes(view)
+        h, w = smart_resize(size[1], size[0], factor, lo, hi)
+        return (h * w) // (factor * factor)
+
+    async def messages(self, view: EpisodeView) -> list[Any]:
+        """The chat transcript of the episode so far, in this agent's tool mode."""
+        return (await self.transcript(view, self.limits.merged(self.learned)))[0]
+
+    async def transcript(self, view: EpisodeView, limits: Limits) -> tuple[list[Any], InputSummary]:
+        """The transcript within `limits`, and what it holds (with the elisions made)."""
+        prompting = view.prompting
+        block = tools_prompt_block(view.tools) if view.tools else ""
+        system = system_prompt(self.tool_mode, block, max_rounds=view.budget.max_rounds,
+                               show_budget=prompting.show_budget, override=prompting.system_prompt)
+        question = view.task.question
+        instruction = prompting.format_instruction if prompting.format_instruction is not None else FORMAT_INSTRUCTION
+        steps = [s for s in view.steps if not s.final_turn]
+        elision = Elision()
+        if limits.max_images is not None or limits.max_context_tokens is not None:
+            fixed = _tokens(system) + _tokens(question) + sum(_tokens(s.output) for s in steps)
+            fixed += sum(self._image_tokens(view, i) for i in range(view.n_task_images))
+            observed = [Observed(s.round, _tokens(s.observation.text if s.observation else ""),
+                                 [(i, self._image_tokens(view, i)) for i in
+                                  (s.observation.image_indices if s.observation else [])]) for s in steps]
+            elision = plan_elision(limits, view.n_task_images, fixed, observed)
+        # A suite's published request layout (suites/*/protocol.py): "Image i:" labels before the task images, the
+        # question sent as is (no format instruction, nothing stripped), no system message when there are no tools.
+        layout = view.task.metadata
+        labels = layout.get("image_labels") or []
+        user: list[Any] = []
+        for i in range(view.n_task_images):
+            user += [{"type": "text", "text": labels[i]}] if i < len(labels) else []
+            user.append(await self._image_part(view, i))
+        verbatim = bool(layout.get("question_verbatim"))
+        user.append({"type": "text", "text": question if verbatim else f"{question}\n\n{instruction}".strip()})
+        messages: list[Any] = [{"role": "user", "content": user}]
+        if view.tools or layout.get("system_message", True):
+            messages.insert(0, {"role": "system", "content": system})
+        for step in steps:
+            messages.extend(await self._step_messages(view, step, elision))
+        if view.final_turn:
+            messages.append({"role": "user", "content": FINAL_ANSWER.format(max_rounds=view.budget.max_rounds)})
+        images = view.n_task_images
+        tokens = _tokens(system) + _tokens(question) + sum(self._image_tokens(view, i) for i in range(images))
+        for step in steps:
+            obs = step.observation
+            tokens += _tokens(step.output)
+            tokens += 8 if step.round in elision.texts else _tokens(obs.text if obs else "")
+            for i in obs.image_indices if obs else []:
+                if i in elision.images:
+                    tokens += 8
+                else:
+                    images += 1
+                    tokens += self._image_tokens(view, i)
+        summary = InputSummary(messages=len(messages), images=images, token_estimate=tokens,
+                               elided_images=sorted(elision.images), elided_texts=sorted(elision.texts),
+                               elision_reason=elision.reason)
+        return messages, summary
+
+    async def _step_messages(self, view: EpisodeView, step: Step, elision: Elision) -> list[dict[str, Any]]:
+        observation = step.observation
+        text = observation.text if observation else ""
+        if step.round in elision.texts:
+            text = text_placeholder(step.round)
+        images: list[Any] = []
+        for i in observation.image_indices if observation else []:
+            images.append({"type": "text", "text": image_placeholder(i)} if i in elision.images
+                          else await self._image_part(view, i))
+        provider = step.provider_fields or {}
+        if self.tool_mode == "native" and step.call_id:
+            arguments = json.dumps(step.arguments) if step.arguments is not None else (step.raw_call or "{}")
+            call = {"id": step.call_id, "type": "function", "function": {"name": step.tool or "", "arguments": arguments}}
+            call.update((provider.get("tool_calls") or [{}])[0])
+            out: list[dict[str, Any]] = [
+                {"role": "assistant", "content": step.output or None, "tool_calls": [call],
+                 **provider.get("message", {})},
+                {"role": "tool", "tool_call_id": step.call_id, "content": text},
+            ]
+            if images:
+                out.append({"role": "user", "content": [{"type": "text", "text": f"Images returned by {step.tool}:"},
+                                                        *images]})
+            return out
+        wrapped = TOOL_RESPONSE.format(text=text) if self.tool_mode == "xml" else text
+        return [{"role": "assistant", "content": step.output, **provider.get("message", {})},
+                {"role": "user", "content": [{"type": "text", "text": wrapped}, *images]}]
+
+    async def _request(self, view: EpisodeView, tools: list[dict[str, Any]] | None,
+                       extra: list[dict[str, Any]] | None = None) -> tuple[ChatResponse, InputSummary]:
+        """Send the turn; a rejection that states an image or context limit is learned and the turn sent again."""
+        limits = self.limits.merged(self.learned)
+        for _ in range(4):
+            messages, summary = await self.transcript(view, limits)
+            try:
+                return await self.endpoint.chat(messages + (extra or []), tools=tools), summary
+            except RejectedError as exc:
+                self.learned = learn_from_rejection(str(exc), exc.server_message, summary.token_estimate,
+                                                    self.config.max_tokens or 0, self.learned, limits,
+                                                    self.auto_limits)
+                logger.warning("%s: learned %s from the server's reply; trimming the context", self.config.where(),
+                               self.learned.as_dict())
+                limits = self.limits.merged(self.learned)
+            except EndpointError as exc:
+                raise AgentError(str(exc)) from None
+        raise AgentError(f"{self.config.where()}: the request still exceeds the server's limits after trimming",
+                         finish_reason="context_overflow")
+
+    async def act(self, view: EpisodeView) -> AgentTurn:
+        native_tools = [t.cached_schema() for t in view.tools] if self.tool_mode == "native" and view.tools else None
+        response, summary = await self._request(view, native_tools)
+        usage = response.usage
+        if self.strict_answers and not view.final_turn and not response.tool_calls and \
+                response.finish_reason != "length":
+            parsed = parse_response(response.content)
+            if parsed.kind == "answer" and not parsed.tagged:
+                nudge = [{"role": "assistant", "content": response.content},
+                         {"role": "user", "content": ASK_FOR_ANSWER}]
+                first = response.content
+                response, _ = await self._request(view, native_tools, nudge)
+                usage = usage + response.usage
+                response.content = f"{first}\n\n[arena: {ASK_FOR_ANSWER}]\n\n{response.content}"
+                response.usage = usage
+                if not response.tool_calls:
+                    parsed = parse_response(response.content.rpartition(ASK_FOR_ANSWER + "]")[2])
+                    return self._text_turn(response, parsed, summary)
+        if response.tool_calls and not view.final_turn:
+            return self._native_turn(response, summary)
+        return self._text_turn(response, parse_response(response.content), summary)
+
+    def _text_turn(self, response: ChatResponse, parsed, summary: InputSummary) -> AgentTurn:
+        reasoning = "\n\n".join(r for r in (response.reasoning, parsed.reasoning) if r) or None
+        turn = AgentTurn(output=response.content, action=parsed.kind, tool=parsed.tool, arguments=parsed.arguments,
+                         raw_call=parsed.raw_call, answer=parsed.answer, error=parsed.error, reasoning=reasoning,
+                         ignored_calls=parsed.ignored_calls + len(response.tool_calls), usage=response.usage,
+                         input=summary, finish_reason=response.finish_reason,
+                         answer_tagged=parsed.tagged if parsed.kind == "answer" else None,
+                         provider_fields=response.provider_fields)
+        if response.finish_reason == "length":
+            complete = (parsed.kind == "tool_call" and "</tool_call>" in response.content) or \
+                (parsed.kind == "answer" and parsed.tagged)
+            if not complete:
+                turn.action, turn.answer, turn.error = "invalid", None, CUT_AT_LIMIT
+        return turn
+
+    def _native_turn(self, response: ChatResponse, summary: InputSummary) -> AgentTurn:
+        call = response.tool_calls[0]
+        raw = call["arguments"] or "{}"
+        common = dict(output=response.content, tool=call["name"], call_id=call["id"], raw_call=raw,
+                      reasoning=response.reasoning, ignored_calls=len(response.tool_calls) - 1,
+                      usage=response.usage, input=summary, finish_reason=response.finish_reason,
+                      provider_fields=response.provider_fields)
+        problem = json_text_problem(raw, f"the arguments of {call['name']}") if isinstance(raw, str) else None
+        if problem:
+            return AgentTurn(action="invalid", error=f"{problem}; write a smaller call", **common)
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) else raw
+        except json.JSONDecodeError as exc:
+            error = CUT_AT_LIMIT if response.finish_reason == "length" else (
+                f"the arguments of {call['name']} are not valid JSON ({exc.msg} at line {exc.lineno} column "
+                f"{exc.colno})")
+            return AgentTurn(action="invalid", error=error, **common)
+        except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+            return AgentTurn(action="invalid", error=f"the arguments of {call['name']} have a number that cannot "
+                             f"be read ({exc})", **common)
+        if not isinstance(arguments, dict):
+            return AgentTurn(action="invalid", error=f"the arguments of {call['name']} must be a JSON object",
+                             **common)
+        return AgentTurn(action="tool_call", arguments=arguments, **common)
+
+    def learned_limits(self) -> dict[str, Any]:
+        return self.learned.as_dict()
+
+    def apply_limits(self, limits: dict[str, Any]) -> None:
+        self.learned = self.learned.merged(Limits(limits.get("max_images"), limits.get("max_context_tokens")))
+
+    def describe(self) -> dict[str, Any]:
+        endpoint = self.config.model_dump(exclude={"extra_body"})
+        endpoint["base_url"] = self.config.where().partition(" at ")[2]
+        return {"id": self.id, "kind": "openai", "tool_mode": self.tool_mode, "endpoint": endpoint,
+                "image_size": list(self.image_size), "limits": self.limits.as_dict(),
+                "auto_limits": self.auto_limits, "strict_answers": self.strict_answers,
+                "image_detail": self.image_detail}
+
+    async def aclose(self) -> None:
+        await self.endpoint.aclose()
+
+
+@register_agent("openai")
+def openai_agent(model: str, base_url: str, api_key_env: str | None = None, tool_mode: str = "xml",
+                 temperature: float | None = None, max_tokens: int | None = None, timeout: float = 120.0,
+                 max_retries: int = 4, retry_initial: float = 1.0, max_parallel: int | None = None,
+                 extra_body: dict | None = None, image_factor: int = IMAGE_FACTOR,
+                 image_min_pixels: int = MIN_PIXELS, image_max_pixels: int = DEFAULT_MAX_PIXELS,
+                 id: str | None = None, max_images: int | None = None, max_context_tokens: int | None = None,
+                 auto_limits: bool = True, strict_answers: bool = False, token_param: str = "auto",
+                 reasoning_effort: str | None = None, parallel_tool_calls: bool | None = None,
+                 image_detail: str | None = None, pool_size: int = 64) -> OpenAIAgent:
+    endpoint = EndpointConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout=timeout,
+                              max_retries=max_retries, retry_initial=retry_initial, temperature=temperature,
+                              max_tokens=max_tokens, max_parallel=max_parallel, extra_body=extra_body or {},
+                              token_param=token_param, reasoning_effort=reasoning_effort,  # type: ignore[arg-type]
+                              parallel_tool_calls=parallel_tool_calls, pool_size=pool_size)
+    return OpenAIAgent(endpoint, tool_mode=tool_mode, image_factor=image_factor,  # type: ignore[arg-type]
+                       image_min_pixels=image_min_pixels, image_max_pixels=image_max_pixels, id=id,
+                       limits=Limits(max_images, max_context_tokens), auto_limits=auto_limits,
+                       strict_answers=strict_answers, image_detail=image_detail)

@@ -1,0 +1,86 @@
+"""Content-addressed storage of images (and other bytes) inside a run directory."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from PIL import Image
+
+from .context_image import LRU, png_of
+from .images import decode_image
+
+
+def file_ext(path: str | Path) -> str:
+    """The blob extension of a file: its suffix in lower case, `bin` without one."""
+    return Path(path).suffix.lstrip(".").lower() or "bin"
+
+
+_IDS: LRU[int, tuple[bytes, str]] = LRU(256, 64 << 20, lambda kept: len(kept[0]))
+
+
+def content_id(data: bytes, ext: str) -> str:
+    """The blob id of `data`; a `bytes` object is hashed once while `_IDS` keeps it, and so its id, to itself."""
+    if (kept := _IDS.get(id(data))) is None:
+        kept = (data, hashlib.sha256(data).hexdigest())
+        if type(data) is bytes:  # a bytearray may change between two puts: never kept
+            _IDS.put(id(data), kept)
+    return f"sha256:{kept[1]}.{ext}"
+
+
+class BlobStore:
+    """Stores bytes once under `blobs/sha256/<2>/<rest>.<ext>`; ids look like `sha256:<hex>.png`. Writes are atomic
+    (temporary file, then rename): a killed run never leaves a half-written blob under its final name."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def path(self, blob_id: str) -> Path:
+        algo, _, name = blob_id.partition(":")
+        if algo != "sha256" or not name or "/" in name or name.startswith("."):
+            raise ValueError(f"not a blob id: {blob_id!r}")
+        return self.root / algo / name[:2] / name[2:]
+
+    def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
+        """Store `data`; its id is the hash of its bytes, or `blob_id` when the caller has that id already."""
+        return self.write(blob_id or content_id(data, ext), data)
+
+    def write(self, blob_id: str | None, data: bytes | Path, ext: str = "bin") -> str:
+        """Store `data` (bytes, or a file the kernel copies) under `blob_id`, its content address; with None, under
+        the hash of the copy made (a file that changes meanwhile is never stored under another content's name)."""
+        if blob_id is not None and self.path(blob_id).exists():
+            return blob_id
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                if isinstance(data, bytes):
+                    fh.write(data)
+            if isinstance(data, Path):
+                shutil.copyfile(data, tmp)
+            if blob_id is None:
+                with open(tmp, "rb") as fh:
+                    blob_id = f"sha256:{hashlib.file_digest(fh, 'sha256').hexdigest()}.{ext}"
+            self.path(blob_id).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, self.path(blob_id))
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return blob_id
+
+    def put_image(self, image: Image.Image) -> str:
+        return self.put(png_of(image), "png")
+
+    def put_file(self, path: str | Path) -> str:
+        """Store a file, named by the hash of the copy made. (A run's store remembers files' digests across uses and
+        runs: `arena.runs.file_digests`.)"""
+        return self.write(None, Path(path), file_ext(path))
+
+    def get(self, blob_id: str) -> bytes:
+        return self.path(blob_id).read_bytes()
+
+    def get_image(self, blob_id: str) -> Image.Image:
+        return decode_image(self.get(blob_id), blob_id)

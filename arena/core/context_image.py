@@ -1,0 +1,154 @@
+"""Images in an episode's context: decoded at most once, encoded for a model at most once per size.
+
+Decoded task images (reduced past `images.MAX_SOURCE_PIXELS`) and model encodings are cached process-wide
+by blob id in byte-bounded LRUs (`ARENA_IMAGE_CACHE_MB`, default 768); episodes do not pin decoded pixels (an
+evicted image is decoded again). Cached images are shared: never modify one in place. `MODEL_PNGS` keeps the PNG
+sent to a model per content and size setting (the agent makes the data URL, and hands these bytes to the recorder
+with it: `arena.endpoints.transcript.serialised_part`). `PNGS` keeps an image object's PNG (`png_of`) by id(image); its
+entry holds the image, so the id is not reused."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable, Generic, TypeVar
+
+from PIL import Image
+
+from .images import Decoded, ImageError, MAX_RATIO, encode_png, fit_for_model, load_image, smart_resize
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class LRU(Generic[K, V]):
+    """A thread-safe least-recently-used cache bounded by entry count and by total weight (bytes)."""
+
+    def __init__(self, maxsize: int, max_bytes: int | None = None, weigh: Callable[[V], int] | None = None):
+        self.maxsize = maxsize
+        self.max_bytes = max_bytes
+        self.weigh = weigh or (lambda value: 0)
+        self.bytes = 0
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K, pop: bool = False) -> V | None:
+        with self._lock:
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            value, weight = self._items.pop(key) if pop else self._items[key]
+            self.bytes -= weight if pop else 0
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        weight = self.weigh(value)
+        with self._lock:
+            self.bytes += weight - (self._items.pop(key)[1] if key in self._items else 0)
+            self._items[key] = (value, weight)
+            while len(self._items) > self.maxsize or (
+                    self.max_bytes is not None and self.bytes > self.max_bytes and len(self._items) > 1):
+                self.bytes -= self._items.popitem(last=False)[1][1]
+
+
+DECODED: LRU[tuple, Decoded] = LRU(256, int(os.environ.get("ARENA_IMAGE_CACHE_MB", "768")) << 20,
+                                   lambda d: d.nbytes)
+MODEL_PNGS: LRU[tuple, bytes] = LRU(256, 192 << 20, len)
+PNGS: LRU[int, tuple[Image.Image, bytes]] = LRU(64, 96 << 20, lambda k: len(k[1]) + 4 * k[0].width * k[0].height)
+_INFLIGHT: dict[tuple, asyncio.Future] = {}
+
+
+def png_of(image: Image.Image) -> bytes:
+    """PNG (level 1, Z_RLE) of an image never modified in place, encoded once per object while it stays in `PNGS`."""
+    kept = PNGS.get(id(image))
+    if kept is None or kept[0] is not image:
+        PNGS.put(id(image), kept := (image, encode_png(image, 1, rle=True)))
+    return kept[1]
+
+
+async def single_flight(key: tuple, cache: LRU, compute):
+    """`cache.get(key[1:])`, else `compute()` in a thread, once even when many episodes ask at the same moment."""
+    value = cache.get(key[1:])
+    if value is not None:
+        return value
+    pending = _INFLIGHT.get(key)
+    if pending is not None:
+        return await asyncio.shield(pending)
+    future = asyncio.get_running_loop().create_future()
+    _INFLIGHT[key] = future
+    try:
+        value = await asyncio.to_thread(compute)
+        cache.put(key[1:], value)
+        future.set_result(value)
+        return value
+    except BaseException as exc:
+        future.set_exception(exc)
+        future.exception()
+        raise
+    finally:
+        del _INFLIGHT[key]
+
+
+def model_png(image: Image.Image, factor: int, min_pixels: int, max_pixels: int,
+              full_size: tuple[int, int] | None = None, path: Path | None = None) -> bytes:
+    """The PNG of `image` smart-resized the way a Qwen-VL processor would (from `full_size` if reduced); a PNG
+    file `path` of plain 8-bit RGB or grey pixels that needs no resizing goes as its own bytes."""
+    width, height, png = *(full_size or image.size), None
+    if path is not None and smart_resize(height, width, factor, min_pixels, max_pixels) == (height, width):
+        with Image.open(path) as im:
+            if im.format == "PNG" and im.mode in ("RGB", "L") and not {"transparency", "icc_profile"} & set(im.info):
+                png = path.read_bytes()
+    fitted = None if png else fit_for_model(image, factor, min_pixels, max_pixels, full_size)  # `image` if it fits:
+    return png or (png_of(image) if fitted is image else encode_png(fitted, 1, rle=True))  # its blob's bytes, if kept
+
+
+class ContextImage:
+    """One image the agent has seen: a task image (from a file) or one a tool returned.
+
+    `blob_id` is its content address in the run's blob store; `source` says where it came from (`task`, or the tool
+    name). Decoding and model encoding run in a worker thread and are cached, so a 4K task image is decoded once
+    however often it is cropped, and once for all the episodes that show it while it stays in the cache. A task
+    image's pixels may be reduced (see `decoded()`); `size` is the file's."""
+
+    def __init__(self, blob_id: str, *, source: str, image: Image.Image | None = None, path: Path | None = None):
+        if image is None and path is None:
+            raise ValueError("ContextImage needs an image or a path")
+        self.blob_id = blob_id
+        self.source = source
+        self.path = path
+        self._given = Decoded(image, image.size) if image is not None else None
+        self._full_size: tuple[int, int] | None = image.size if image is not None else None
+
+    @property
+    def size(self) -> tuple[int, int] | None:
+        """(width, height) of the full image once decoded, else None."""
+        return self._full_size
+
+    async def decoded(self) -> Decoded:
+        """The pixels (reduced if the file is large) and the full size of the file."""
+        if self._given is not None:
+            return self._given
+        path = self.path
+        decoded = await single_flight(("decode", self.blob_id), DECODED,
+                                       lambda: load_image(path, max_ratio=MAX_RATIO))
+        self._full_size = decoded.full_size
+        return decoded
+
+    async def pil(self) -> Image.Image:
+        return (await self.decoded()).image
+
+    async def model_png(self, factor: int, min_pixels: int, max_pixels: int) -> bytes:
+        """The PNG of the image smart-resized for the model (`model_png`); cached per content and size setting."""
+        key = (self.blob_id, factor, min_pixels, max_pixels)
+        png = MODEL_PNGS.get(key)
+        if png is None:
+            decoded = await self.decoded()
+            try:
+                png = await single_flight(("png", *key), MODEL_PNGS, lambda: model_png(
+                    decoded.image, factor, min_pixels, max_pixels, decoded.full_size, self.path))
+            except ImageError as exc:
+                raise ImageError(f"{self.path or f'image {self.blob_id} from {self.source}'}: {exc}") from None
+        return png

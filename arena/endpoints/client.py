@@ -1,0 +1,310 @@
+"""An OpenAI-compatible chat endpoint shared by agents and judges: the body is serialised once with
+orjson (pre-serialised parts such as images go in as `orjson.Fragment`s) and posted through a keep-alive
+connection pool (`arena.endpoints.http`). Errors (README "Model endpoints"): `TransientEndpointError` (connection, timeout, 408,
+409, 429, 5xx, a 200 that is not a completion) is retried with backoff or after `retry-after(-ms)`;
+`RejectedError` (other 4xx, 429 `insufficient_quota`) never is."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import functools
+import json
+import os
+import random
+import re
+import ssl
+import time
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+import orjson
+from pydantic import BaseModel, Field
+
+from . import transcript
+from .http import HTTPPool, HTTPResponse, HTTPTransportError
+from .redact import redact_text, redact_url
+from arena.core.trajectory import Usage
+
+MAX_RETRY_AFTER = 120.0  # seconds
+# OpenAI reasoning models take `max_completion_tokens` and no `temperature` (OpenAI API reference,
+# Chat Completions: max_tokens "is not compatible with o-series models"; the reasoning models guide).
+REASONING_MODEL = re.compile(r"^(openai/)?(o\d|gpt-5)", re.I)
+
+
+class EndpointError(RuntimeError):
+    """A failed request; `server_message` is the server's own message whatever its body's shape."""
+
+    def __init__(self, message: str, *, status: int | None = None, server_message: str = "",
+                 code: str | None = None, retry_after: float | None = None, body: bytes | None = None):
+        super().__init__(message)
+        self.status, self.server_message, self.code, self.retry_after = status, server_message, code, retry_after
+        self.body = body  # the server's response body, when it answered
+
+
+class TransientEndpointError(EndpointError):
+    """Connection, timeout, 408/409/429/5xx or an unreadable 200: worth trying again later."""
+
+
+class RejectedError(EndpointError):
+    """The server refused the request itself (4xx, quota): sending it again cannot help."""
+
+
+def is_refusal(status: int, said: str) -> bool:
+    """Whether a non-200 status (with the server's code and message, `said`) is a deterministic refusal:
+    not 408, 409, 429 or 5xx, except a 429 for `insufficient_quota` (billing, not rate)."""
+    return (status == 429 and "insufficient_quota" in said) or not (status in (408, 409, 429) or status >= 500)
+
+
+_STATUS = re.compile(r"\bHTTP (\d{3})(?: \(([^)]*)\))?: (.*)", re.S)
+
+
+def refused_by_server(error: str) -> bool:
+    """Whether an error message written by `Endpoint.chat` (e.g. one a judge put on its verdict) reports a
+    `RejectedError`: the same classification, read back from the message's "HTTP {status} ({code}): ..."."""
+    if "HTTP 200 carrying an error" in error:
+        return True
+    match = _STATUS.search(error)
+    return bool(match) and is_refusal(int(match.group(1)), f"{match.group(2)} {match.group(3)}")
+
+
+class EndpointConfig(BaseModel):
+    """Where and how to call a model; the key is read from `api_key_env` (default OPENAI_API_KEY), never
+    stored. Sampling parameters go out only when set; `token_param` `auto` means `max_completion_tokens`
+    for OpenAI reasoning models (which never get `temperature`), else `max_tokens`."""
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    timeout: float = Field(120.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    retry_initial: float = Field(1.0, ge=0)
+    retry_max: float = Field(30.0, ge=0)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    token_param: Literal["auto", "max_tokens", "max_completion_tokens"] = "auto"
+    reasoning_effort: str | None = None
+    parallel_tool_calls: bool | None = None
+    max_parallel: int | None = Field(None, ge=1)
+    pool_size: int = Field(64, ge=1)
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+    def where(self) -> str:  # for messages: credentials masked
+        return f"{self.model} at {redact_url(self.base_url)}"
+
+
+@dataclass
+class ChatResponse:
+    content: str
+    reasoning: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    provider_fields: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_body(body: bytes) -> Any:
+    """A JSON response body. orjson refuses escaped lone surrogates (`"\\ud800"`), which servers do send when a
+    model emits invalid Unicode; the standard library reads them, and the episode loop replaces them later."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return json.loads(body)
+
+
+def server_message(body: bytes, limit: int = 1000) -> tuple[str, str | None]:
+    """(message, code) of `{"error": {...}}`, Gemini's `[{"error": ...}]`, `{"message"|"detail": ...}` or text."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        data = body.decode("utf-8", "replace").strip() or "(empty body)"
+    messages, code = [], None
+    for item in data if isinstance(data, list) else [data]:
+        error = item.get("error", item) if isinstance(item, dict) else item
+        if isinstance(error, dict):
+            text = error.get("message") or error.get("detail") or error.get("msg")
+            code = code or next((str(error[k]) for k in ("code", "type", "status") if error.get(k)), None)
+            messages.append(text if isinstance(text, str) else orjson.dumps(error).decode())
+        else:
+            messages.append(str(error))
+    text = "; ".join(messages)
+    return text[:limit] + ("..." if len(text) > limit else ""), code
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asks us to wait: `retry-after-ms` (OpenAI) or `retry-after` (seconds or a date)."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        try:
+            seconds = float(value) / scale if value is not None else None
+        except ValueError:
+            try:
+                seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+            except (TypeError, ValueError):
+                seconds = None
+        if seconds is not None:
+            return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+    return None
+
+
+def status_error(status: int, body: bytes, headers: Mapping[str, str], limit: int = 1000) -> EndpointError:
+    """The error a non-200 answer stands for, quoting the server's message and code: TransientEndpointError for
+    408/409/429/5xx (with the wait the server asked for), else RejectedError."""
+    message, code = server_message(body, limit)
+    text = f"HTTP {status}{f' ({code})' if code and code != str(status) else ''}: {message}"
+    if not is_refusal(status, f"{code} {message}"):
+        return TransientEndpointError(text, status=status, server_message=message, code=code,
+                                      retry_after=retry_after(headers))
+    return RejectedError(text, status=status, server_message=message, code=code)
+
+
+class Endpoint:
+    def __init__(self, config: EndpointConfig):
+        self.config = config
+        url = urllib.parse.urlsplit(config.base_url)
+        self._url = urllib.parse.urlunsplit(url._replace(path=url.path.rstrip("/") + "/chat/completions"))
+        self._pool: HTTPPool | None = None
+        self._slots = asyncio.Semaphore(config.max_parallel) if config.max_parallel else None
+
+    def body(self, messages: list[Any], tools: list[dict[str, Any]] | None = None, **overrides: Any) -> bytes:
+        """The JSON request body (`params` serialised)."""
+        return orjson.dumps(self.params(messages, tools, **overrides))
+
+    def params(self, messages: list[Any], tools: list[dict[str, Any]] | None = None,
+               **overrides: Any) -> dict[str, Any]:
+        """The request body's fields (None left out); `overrides` win over the config (None removes a field)."""
+        cfg = self.config
+        params: dict[str, Any] = {"model": cfg.model, "messages": messages}
+        reasoning_model = bool(REASONING_MODEL.match(cfg.model))
+        token_param = cfg.token_param if cfg.token_param != "auto" else \
+            "max_completion_tokens" if reasoning_model else "max_tokens"
+        params.update({"temperature": None if reasoning_model else cfg.temperature, token_param: cfg.max_tokens,
+                       "reasoning_effort": cfg.reasoning_effort, "tools": tools or None,
+                       "parallel_tool_calls": cfg.parallel_tool_calls if tools else None, **cfg.extra_body})
+        if reasoning_model:
+            overrides.pop("temperature", None)
+        params.update(overrides)
+        return {k: v for k, v in params.items() if v is not None}
+
+    async def chat(self, messages: list[Any], tools: list[dict[str, Any]] | None = None,
+                   **overrides: Any) -> ChatResponse:
+        """One chat completion. Raises TransientEndpointError after the retries, RejectedError at once."""
+        cfg = self.config
+        messages, tools = transcript.resent(messages, tools)
+        params = self.params(messages, tools, **overrides)
+        body = transcript.body_pieces(params)
+        attempts = 0
+        try:
+            while True:
+                attempts += 1
+                try:
+                    async with self._slots or contextlib.nullcontext():
+                        reply, data = await self._post(body)
+                except TransientEndpointError as exc:
+                    if attempts > cfg.max_retries:
+                        raise
+                    await asyncio.sleep(exc.retry_after if exc.retry_after is not None else self.backoff(attempts))
+                    continue
+                transcript.record_params(params, data)
+                return reply
+        except EndpointError as exc:
+            if exc.body is not None:  # the server answered: the failed call is part of the transcript
+                transcript.record_params(params, transcript.error_body(exc.body),
+                                         {"status": exc.status, "error": redact_text(str(exc))})
+            raise type(exc)(redact_text(f"{cfg.where()}: {exc} (after {attempts} attempt{'s' * (attempts != 1)})"),
+                            status=exc.status, server_message=exc.server_message, code=exc.code) from None
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number `attempt` (from 1) when the server named no wait:
+        exponential from `retry_initial`, plus up to `retry_initial` of jitter, at most `retry_max`."""
+        cfg = self.config
+        return min(cfg.retry_initial * 2 ** (attempt - 1) + random.uniform(0, cfg.retry_initial), cfg.retry_max)
+
+    def _connections(self) -> HTTPPool:
+        """The keep-alive pool, made on first use (the key is read then, from the environment)."""
+        key = os.environ.get(self.config.api_key_env or "OPENAI_API_KEY") or "EMPTY"
+        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
+                   "Accept": "application/json", "User-Agent": "arena"}
+        return HTTPPool(self._url, headers, timeout=self.config.timeout,
+                        max_connections=max(self.config.pool_size, self.config.max_parallel or 0),
+                        ssl_context=_ssl_context() if self._url.startswith("https:") else None)
+
+    async def _post(self, body: list[bytes]) -> tuple[ChatResponse, Any]:
+        """One attempt: the completion and its parsed body, or an EndpointError carrying the server's body."""
+        self._pool = self._pool or self._connections()
+        try:
+            response = await self._pool.post(body)
+        except HTTPTransportError as exc:  # timeouts included
+            raise TransientEndpointError(f"connection failed or timed out (timeout {self.config.timeout:g} s): {exc}")
+        try:
+            return self._answer(response)
+        except EndpointError as exc:
+            exc.body = response.body
+            raise
+
+    @staticmethod
+    def _answer(response: HTTPResponse) -> tuple[ChatResponse, Any]:
+        """The completion of a response, and its parsed body; an EndpointError for anything else."""
+        status, content = response.status, response.body
+        if status != 200:
+            raise status_error(status, content, response.headers)
+        try:
+            data = parse_body(content)
+        except ValueError:
+            text = content[:200].decode("utf-8", "replace")
+            raise TransientEndpointError(f"HTTP 200 with a body that is not JSON: {text!r}", status=200)
+        if isinstance(data, dict) and "error" in data and not data.get("choices"):
+            message, code = server_message(content)
+            raise RejectedError(f"HTTP 200 carrying an error: {message}", status=200, server_message=message,
+                                code=code)
+        return to_response(data), data
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+
+
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> ssl.SSLContext:  # one for every pool: loading the CA bundle takes ~60 ms; SSL_CERT_FILE honoured
+    return httpx.create_ssl_context()
+
+
+_STANDARD_MESSAGE_KEYS = {"role", "content", "tool_calls", "reasoning_content", "reasoning", "refusal",
+                          "annotations", "audio", "function_call"}
+_STANDARD_CALL_KEYS = {"id", "type", "function", "index"}
+
+
+def _usage(raw: Any) -> Usage:
+    raw = raw if isinstance(raw, dict) else {}
+    prompt, completion = raw.get("prompt_tokens_details") or {}, raw.get("completion_tokens_details") or {}
+    return Usage(prompt_tokens=raw.get("prompt_tokens"), completion_tokens=raw.get("completion_tokens"),
+                 cached_tokens=prompt.get("cached_tokens"), reasoning_tokens=completion.get("reasoning_tokens"))
+
+
+def to_response(data: Any) -> ChatResponse:
+    """A ChatResponse from a completion's JSON; provider extras (e.g. Gemini's `extra_content`
+    thought signatures) are kept in `provider_fields` to be sent back verbatim."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        raise TransientEndpointError(f"HTTP 200 without choices: {orjson.dumps(data)[:200].decode()!r}", status=200)
+    choice = choices[0]
+    message = choice.get("message") or {}
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    calls, call_extras = [], []
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict):
+            continue
+        calls.append({"id": call.get("id") or "", "name": fn.get("name") or "", "arguments": fn.get("arguments")})
+        call_extras.append({k: v for k, v in call.items() if k not in _STANDARD_CALL_KEYS and v is not None})
+    extras = {k: v for k, v in message.items() if k not in _STANDARD_MESSAGE_KEYS and v is not None}
+    provider = {k: v for k, v in (("message", extras), ("tool_calls", call_extras)) if any(v)}
+    content = message.get("content")
+    return ChatResponse(content=content if isinstance(content, str) else "",
+                        reasoning=reasoning if isinstance(reasoning, str) else None, tool_calls=calls,
+                        usage=_usage(data.get("usage")), finish_reason=choice.get("finish_reason"),
+                        provider_fields=provider)

@@ -1,0 +1,47 @@
+"""What a run's protocol (`original` or `arena`) changes, registered by the suites.
+
+Under `original`: `register_original_turn_rule` (a suite's published reading of raw text turns) and
+`register_original_dataset_rule` (its published loader's reading of the same file). Judges: a judge's published rule is its default (`--protocol original`); where the arena has its own, stricter or more
+lenient choice, the judge's module registers it here as option values (`register_arena_variant`), and a run under
+`--protocol arena` builds the judge with them. Options given explicitly (`--judge-option`) always win.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Literal
+
+from arena.core.protocol import TurnRule
+
+Protocol = Literal["original", "arena"]
+ORIGINAL_TURN_RULES: dict[str, TurnRule] = {}
+ORIGINAL_DATASET_RULES: dict[str, Callable[[Any], None]] = {}
+ARENA_VARIANTS: dict[str, dict[str, Any]] = {}
+
+
+def register_arena_variant(judge_id: str, **options: Any) -> None:
+    """Under `--protocol arena`, judge `judge_id` is built with `options` unless the run gives them."""
+    ARENA_VARIANTS[judge_id] = dict(options)
+
+
+def protocol_options(judge_id: str, protocol: str | None, options: dict[str, Any]) -> dict[str, Any]:
+    """The options to build `judge_id` with under `protocol`."""
+    if protocol == "arena":
+        return {**ARENA_VARIANTS.get(judge_id, {}), **options}
+    return dict(options)
+
+
+def register_original_turn_rule(suite: str, rule: TurnRule) -> None:
+    """Under `--protocol original`, text turns of `suite`'s tasks are classified by `rule` (raw output ->
+    action) as the suite's published pipeline classifies them, instead of by `arena.core.protocol.parse_response`."""
+    ORIGINAL_TURN_RULES[suite] = rule
+
+
+def register_original_dataset_rule(fmt: str, rule: Callable[[Any], None]) -> None:
+    """Under `--protocol original`, every dataset loaded by the loader named `fmt` goes through `rule`, which
+    adjusts its tasks (or raises DatasetError) as the published loader would have read the same file."""
+    ORIGINAL_DATASET_RULES[fmt] = rule
+
+
+def default_protocol(published: list[bool]) -> Protocol:
+    """`original` when any dataset is in a published format, `arena` for generated worlds and arena tasks."""
+    return "original" if any(published) else "arena"

@@ -1,0 +1,236 @@
+"""What every command of the `arena` CLI shares: the console, value parsing, one-line errors,
+and running a grid with a progress display."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Sequence
+
+import typer
+import yaml
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from arena.runs.config import RunConfig
+from arena.runs.runner import RunResult, execute
+from arena.runs.stops import FAILED
+from arena.runs.store import RunStore
+from arena.runs.table import judge_warnings, repeat_lines, suite_headlines, summary_table, support_lines
+
+console = Console(width=None if sys.stdout.isatty() else 160)
+
+
+def split_values(values: list[str]) -> list[str]:
+    """Repeated and comma-separated option values as one list."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def parse_kv(pairs: list[str], what: str) -> dict[str, Any]:
+    """`key=value` pairs (JSON values allowed) as a dict; a malformed pair names the option."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{what} must look like key=value, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def config_file_callback(ctx: typer.Context, param: Any, value: Any) -> Any:
+    """`--config FILE`: a YAML mapping of the command's options (as on the command line, `max-rounds` or
+    `max_rounds`) that become its defaults, so flags given on the command line override them."""
+    if value is None:
+        return value
+    try:
+        loaded = yaml.safe_load(Path(value).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise typer.BadParameter(f"cannot read {value}: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise typer.BadParameter(f"{value}: expected a mapping of option names to values")
+    params = {}
+    for p in ctx.command.params:
+        if p.param_type_name == "option" and p.name != param.name:
+            params[p.name] = p
+            for opt in p.opts + p.secondary_opts:
+                params.setdefault(opt.lstrip("-").replace("-", "_"), p)
+    defaults: dict[str, Any] = {}
+    for key, item in loaded.items():
+        target = params.get(str(key).replace("-", "_"))
+        if target is None:
+            valid = sorted(o.lstrip("-") for p in params.values() for o in p.opts if o.startswith("--"))
+            raise typer.BadParameter(f"{value}: unknown option {key!r}; valid: {', '.join(sorted(set(valid)))}")
+        if target.multiple and not isinstance(item, list):
+            item = [item]
+        if target.multiple:
+            item = [str(v) if not isinstance(v, str) else v for v in item]
+        defaults[target.name] = item
+    ctx.default_map = {**(ctx.default_map or {}), **defaults}
+    return value
+
+
+def fail(message: str) -> None:
+    """Print one error line and exit with status 2 (usage or data error)."""
+    console.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(2)
+
+
+class PlainProgress:
+    """Progress for logs (stdout not a terminal): one plain line every `every` seconds and one at the end, with
+    episodes done/total, errors, correct, rate and ETA."""
+
+    def __init__(self, every: float, write=print, clock=time.monotonic):
+        self.every, self.write, self.clock = every, write, clock
+        self.todo = self.total = self.done = self.errors = self.correct = 0
+        self.started = self.last = 0.0
+
+    def start(self, todo: int, total: int) -> None:
+        self.todo, self.total = todo, total
+        self.started = self.last = self.clock()
+        self.write(f"progress: {todo} episode(s) to run or judge of {total} in the grid "
+                   f"({total - todo if todo < total else 0} already done)")
+
+    def line(self, now: float | None = None) -> str:
+        elapsed = max((self.clock() if now is None else now) - self.started, 1e-9)
+        rate = self.done / elapsed
+        left = self.todo - self.done
+        eta = f"{int(left / rate // 60)}m{int(left / rate % 60):02d}s" if rate > 0 else "?"
+        return (f"progress: {self.done}/{self.todo} episodes, {self.errors} errors, {self.correct} correct, "
+                f"{rate:.2f} episodes/s, elapsed {int(elapsed)}s, ETA {eta}")
+
+    def episode(self, errored: bool, correct: bool) -> None:
+        self.done += 1
+        self.errors += int(errored)
+        self.correct += int(correct)
+        now = self.clock()
+        if now - self.last >= self.every or self.done == self.todo:
+            self.last = now
+            self.write(self.line(now))
+
+
+def progress_every() -> float:
+    """Seconds between plain progress lines: $ARENA_PROGRESS_EVERY, default 10."""
+    try:
+        return max(0.0, float(os.environ.get("ARENA_PROGRESS_EVERY", "10")))
+    except ValueError:
+        return 10.0
+
+
+def plain_hooks() -> dict[str, Any]:
+    """`on_start` / `progress` hooks printing plain progress lines when stdout is not a terminal, else none
+    (for commands without a progress bar: judge, world check)."""
+    if console.is_terminal:
+        return {}
+    plain = PlainProgress(progress_every(), write=lambda text: console.print(text, markup=False, highlight=False))
+    return {"on_start": plain.start,
+            "progress": lambda episode, verdict: plain.episode(episode.finish_reason == "error",
+                                                               bool(verdict and verdict.correct
+                                                                    and not verdict.error))}
+
+
+def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path | None = None,
+                          announce: str = "") -> RunResult:
+    """Run with a progress bar (a terminal) or plain progress lines (a log); errors in the data or the config end
+    with a clear message. `announce` is printed when the run starts (data, judges and store checked)."""
+    def say() -> None:
+        if announce:
+            console.print(announce, markup=False, highlight=False)
+
+    if not console.is_terminal:
+        plain = PlainProgress(progress_every(), write=lambda text: console.print(text, markup=False,
+                                                                                highlight=False))
+        return asyncio.run(execute(
+            config, force=force, run_dir=run_dir, on_start=lambda todo, total: (say(), plain.start(todo, total)),
+            progress=lambda episode, verdict: plain.episode(episode.finish_reason == "error",
+                                                            bool(verdict and verdict.correct and not verdict.error))))
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
+                  transient=False) as bar:
+        state = {"task": None, "correct": 0, "errors": 0}
+
+        def on_start(todo: int, total: int) -> None:
+            say()
+            state["task"] = bar.add_task(f"episodes ({total - todo} already done)" if todo < total else "episodes",
+                                         total=todo, status="")
+
+        def on_episode(episode, verdict) -> None:
+            state["correct"] += int(bool(verdict and verdict.correct))
+            state["errors"] += int(episode.finish_reason == "error")
+            bar.update(state["task"], advance=1,
+                       status=f"correct {state['correct']}  errors {state['errors']}")
+
+        return asyncio.run(execute(config, progress=on_episode, on_start=on_start, force=force, run_dir=run_dir))
+
+
+def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None) -> None:
+    """A summary's table, suite headlines, pass@k / majority@k, judge-problem and run warnings."""
+    console.print(summary_table(summary, title=title))
+    headlines = suite_headlines(summary)
+    for line in support_lines(summary) + headlines + repeat_lines(summary):
+        console.print(line, markup=False, highlight=False)
+    if headlines and run_dir is not None:
+        console.print(f"all suite figures: arena report {run_dir}", highlight=False)
+    for warning in judge_warnings(summary) + list(summary.get("warnings", [])):
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+
+
+def print_result(result: RunResult) -> None:
+    if result.summary.get("protocol"):
+        console.print(f"protocol: {result.summary['protocol']} (each suite's published pipeline)"
+                      if result.summary["protocol"] == "original" else
+                      "protocol: arena (the arena's turn handling; see README 'Protocols')", highlight=False)
+    print_summary(result.summary, f"{result.run_id} (judge: {result.summary['judge']})", result.run_dir)
+    console.print(f"run directory: {result.run_dir}")
+
+
+def run_problems(result: RunResult) -> list[str]:
+    """Why a finished `arena run` must exit non-zero: it stopped before its whole grid was
+    recorded, every episode ended with an error, or a record could not be written. Empty when
+    the run is complete (episodes a model answered wrongly are not problems)."""
+    problems = []
+    if result.stopped or result.unrecorded:
+        missing = f"{result.unrecorded} of {result.grid} episode(s) have no record"
+        problems.append(f"the run stopped early: {result.stopped}; {missing}" if result.stopped
+                        else f"the run stopped early: {missing}")
+    finished = Counter()  # finish reasons from the summary: a 100,000-episode run is not parsed again here
+    for group in result.summary.get("groups", []):
+        finished.update(group.get("finish_reasons", {}))
+    failed = sum(n for reason, n in finished.items() if reason in FAILED)
+    if failed and failed == sum(finished.values()):
+        store = RunStore(result.run_dir)
+        error = store.read_episode(next(iter(store.index(persist=False).latest().values()))).error
+        first = error.splitlines()[0][:200] if error else ""
+        problems.append(f"every episode ({failed}) failed (error, rejected or context overflow), e.g. {first}")
+    if result.unwritten:
+        problems.append(f"{len(result.unwritten)} record(s) could not be written, first: {result.unwritten[0]}")
+    return problems
+
+
+def cost_lines(summary: dict[str, Any]) -> list[str]:
+    """The run's cost in dollars, agents and judge, when a price is known for either."""
+    if summary.get("cost") is None and summary.get("judge_cost") is None:
+        return []
+    parts = [f"agents ${summary['cost']:.4f}" if summary.get("cost") is not None else "agents: no price",
+             f"judge ${summary['judge_cost']:.4f}" if summary.get("judge_cost") is not None else None]
+    return ["cost: " + ", ".join(p for p in parts if p)]
+
+
+def finish_run(result: RunResult, lines: Sequence[str] = ()) -> None:
+    """Print the result and `lines`; then one line per problem, and exit with status 1 when there are any."""
+    print_result(result)
+    for line in [*cost_lines(result.summary), *lines]:
+        console.print(line, highlight=False)
+    problems = run_problems(result)
+    for problem in problems:
+        console.print(f"[red]run incomplete:[/red] {problem}", highlight=False)
+    if problems:
+        raise typer.Exit(1)

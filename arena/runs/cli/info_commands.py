@@ -1,0 +1,55 @@
+"""Commands that look at what is installed or recorded: summary, list, demo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Optional
+
+import typer
+
+from arena.core.agent import AGENTS
+from arena.core.dataset import LOADERS
+from arena.core.judge import JUDGES
+from arena.core.settings import SETTINGS
+from arena.core.tool import TOOLS
+from arena.core.world import WORLD_BUILDERS
+from arena.runs.demo import run_demo
+from arena.runs.plugins import load_plugins
+from arena.runs.rundata import load_run
+
+from .common import console, fail, print_summary
+
+app = typer.Typer()
+
+
+@app.command(rich_help_panel="Look at runs")
+def summary(run_dir: Path = typer.Argument(..., help="Run directory."),
+            judge: Optional[str] = typer.Option(None, help="Whose verdicts count (default: the judge the run was "
+                                                "scored with).")) -> None:
+    """Recompute a run's metrics from episodes.jsonl and verdicts.jsonl and print them."""
+    try:
+        run = load_run(run_dir, judge)
+        result = run.summary
+    except (ValueError, RuntimeError, OSError) as exc:
+        fail(str(exc))
+    print_summary(result, f"{run_dir.name} (judge: {run.judge_label})")
+
+
+@app.command(rich_help_panel="Worlds and plugins")
+def demo(out: Path = typer.Option(Path("logs"), help="Where run directories go."),
+         worlds: Path = typer.Option(Path("worlds"), help="Where the demo world is built."),
+         size: Literal["tiny", "small", "full"] = typer.Option("small", help="World size.")) -> None:
+    """Offline demo: build the bundled world, run baseline agents through the arena, print the results."""
+    run_demo(console, out=out, worlds=worlds, size=size)
+
+
+@app.command("list", rich_help_panel="Worlds and plugins")
+def list_plugins() -> None:
+    """List the installed suites (loaders), worlds, settings, tools, agents and judges."""
+    load_plugins()
+    console.print(f"[bold]loaders[/bold]  {', '.join(loader.name for loader in LOADERS)}")
+    console.print(f"[bold]worlds[/bold]   {', '.join(sorted(WORLD_BUILDERS))}")
+    console.print(f"[bold]settings[/bold] {', '.join(f'{k}={list(v)}' for k, v in SETTINGS.items())}")
+    console.print(f"[bold]tools[/bold]    {', '.join(sorted(TOOLS))}")
+    console.print(f"[bold]agents[/bold]   {', '.join(sorted(AGENTS))}")
+    console.print(f"[bold]judges[/bold]   {', '.join(sorted(JUDGES))}")

@@ -1,0 +1,111 @@
+"""`arena compare RUN_A RUN_B`: two runs on the same tasks, paired task by task.
+
+Groups are matched by (setting, max rounds); when the runs have one group each they are paired whatever
+their names. Within a pair of groups, a task counts when both runs have it. Per pair:
+
+- Pass@1 of A and of B on the shared tasks (each task's mean score over its repeats), and their difference
+  B - A in points with a 95 % paired bootstrap interval over tasks (`arena.judges.stats.paired_bootstrap_ci`, fixed
+  seed);
+- tasks won / lost / tied by B against A (by each task's mean score);
+- McNemar's exact test on the episodes paired by (task, repeat) whose verdicts are right/wrong
+  (`arena.judges.stats.mcnemar_exact`): b = only A correct, c = only B correct.
+
+Each run's verdicts are those of its own judge unless a judge is asked for (then both use it).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from arena.judges.stats import mcnemar_exact, paired_bootstrap_ci
+
+from .rundata import RunData
+
+
+@dataclass
+class Comparison:
+    """One paired comparison of a group of run A with a group of run B."""
+
+    group_a: str
+    group_b: str
+    tasks: int
+    pass1_a: float
+    pass1_b: float
+    difference: float
+    ci: tuple[float, float] | None
+    won: int
+    lost: int
+    tied: int
+    only_a: int
+    only_b: int
+    p_value: float
+
+    def row(self) -> list[str]:
+        ci = "–" if self.ci is None else f"[{self.ci[0]:+.2f}, {self.ci[1]:+.2f}]"
+        return [self.group_a if self.group_a == self.group_b else f"{self.group_a} vs {self.group_b}",
+                str(self.tasks), f"{self.pass1_a:.2f}", f"{self.pass1_b:.2f}", f"{self.difference:+.2f}", ci,
+                f"{self.won}/{self.lost}/{self.tied}", f"{self.only_a}/{self.only_b}", f"{self.p_value:.4g}"]
+
+
+COLUMNS = ["group (setting · N)", "tasks", "Pass@1 A", "Pass@1 B", "B − A", "95% CI", "B won/lost/tied",
+           "only A / only B correct", "McNemar p"]
+
+
+Outcome = tuple[float, bool]
+"""An episode's counted score (0 unjudged or on a judge error) and whether it is correct."""
+
+
+def _groups(run: RunData) -> dict[tuple[str, int], dict[str, dict[int, Outcome]]]:
+    """(setting, N) -> task id -> repeat -> outcome, from the run's columns (`arena.runs.scan`; no trajectory is
+    parsed); several agents in one group are kept apart by their agent name in the setting label."""
+    out: dict[tuple[str, int], dict[str, dict[int, Outcome]]] = defaultdict(lambda: defaultdict(dict))
+    c = run.scan.cols
+    chosen = run.scan.chosen(run.judge)
+    several = len(set(c["agent"])) > 1
+    for r in range(len(run.scan)):
+        setting = f"{c['agent'][r]} · {c['setting'][r]}" if several else c["setting"][r]
+        v = chosen.get(r)
+        outcome = (0.0, False) if v is None or v[2] is not None else (v[0], v[1])
+        out[(setting, c["max_rounds"][r])][c["task_id"][r]][c["repeat"][r]] = outcome
+    return out
+
+
+def compare_groups(a: dict[str, dict[int, Outcome]], b: dict[str, dict[int, Outcome]], label_a: str,
+                   label_b: str) -> Comparison | None:
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        return None
+    mean_a = [sum(o[0] for o in a[t].values()) / len(a[t]) for t in shared]
+    mean_b = [sum(o[0] for o in b[t].values()) / len(b[t]) for t in shared]
+    diffs = [y - x for x, y in zip(mean_a, mean_b)]
+    interval = paired_bootstrap_ci(diffs)
+    only_a = only_b = 0
+    for t in shared:
+        for repeat in sorted(set(a[t]) & set(b[t])):
+            ca, cb = a[t][repeat][1], b[t][repeat][1]
+            only_a += int(ca and not cb)
+            only_b += int(cb and not ca)
+    return Comparison(
+        group_a=label_a, group_b=label_b, tasks=len(shared),
+        pass1_a=100 * sum(mean_a) / len(shared), pass1_b=100 * sum(mean_b) / len(shared),
+        difference=100 * sum(diffs) / len(shared),
+        ci=None if interval is None else (100 * interval[0], 100 * interval[1]),
+        won=sum(d > 0 for d in diffs), lost=sum(d < 0 for d in diffs), tied=sum(d == 0 for d in diffs),
+        only_a=only_a, only_b=only_b, p_value=mcnemar_exact(only_a, only_b))
+
+
+def compare_runs(run_a: RunData, run_b: RunData) -> list[Comparison]:
+    """Paired comparisons of every group the two runs share (see the module docstring)."""
+    groups_a, groups_b = _groups(run_a), _groups(run_b)
+    pairs = [(k, k) for k in sorted(set(groups_a) & set(groups_b))]
+    if not pairs and len(groups_a) == 1 and len(groups_b) == 1:
+        pairs = [(next(iter(groups_a)), next(iter(groups_b)))]
+    out = []
+    for ka, kb in pairs:
+        result = compare_groups(groups_a[ka], groups_b[kb], f"{ka[0]} · N={ka[1]}", f"{kb[0]} · N={kb[1]}")
+        if result is not None:
+            out.append(result)
+    if not out:
+        raise ValueError(f"{run_a.run_id} and {run_b.run_id} share no (setting, N) group with common tasks")
+    return out

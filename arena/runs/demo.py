@@ -1,0 +1,62 @@
+"""`arena demo`: the offline tour. Builds the bundled VistaHop-style world, runs the oracle,
+direct and text-only agents on it through the whole arena (tools, budget, judge, run
+store), prints the results tables, and writes an HTML viewer of each run.
+
+The oracle runs at the paper's budget (N = 10) and at the budget its longest gold
+path needs, sharing the trajectory prefix: the gap between the two is the cost of a
+round budget on long chains (VistaHop's L3 items need more than ten tool calls)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from arena.core.world import WORLD_BUILDERS, is_world, read_world
+
+from arena.core.dataset import load_datasets
+
+from .config import RunConfig
+from .rundata import load_run
+from .plugins import load_plugins
+from .runner import RunResult, execute
+from .table import summary_table
+from .viewer import write_viewer
+
+WORLD = "vistahop-mini"
+AGENTS = ("oracle", "direct", "text-only")
+
+
+def ensure_world(worlds: Path, size: str, seed: int = 0) -> Path:
+    """Build the demo world unless a matching one is already there."""
+    target = worlds / f"{WORLD}-{size}"
+    if is_world(target):
+        info = read_world(target)
+        if info.size == size and info.seed == seed:
+            return target
+    return WORLD_BUILDERS[WORLD](target, seed=seed, size=size)
+
+
+def run_demo(console: Console, out: Path, worlds: Path, size: str = "small") -> list[RunResult]:
+    import asyncio
+
+    load_plugins()
+    with console.status(f"building world {WORLD} ({size})"):
+        world = ensure_world(worlds, size)
+    info = read_world(world)
+    console.print(f"world {info.name} ({info.size}, seed {info.seed}, hash {info.content_hash[:12]}) at {world}: "
+                  f"{info.counts}")
+    tasks = [t for d in load_datasets(world) for t in d.tasks]
+    needed = max(len(t.metadata.get("gold_path", {}).get("steps", [])) for t in tasks) + 1
+    results = []
+    for agent in AGENTS:
+        budgets = sorted({10, needed}) if agent == "oracle" else [10]
+        config = RunConfig(data=str(world), agent=agent, settings=["search+crop"], max_rounds=budgets,
+                           judge="normalized", out=str(out), concurrency=8)
+        with console.status(f"running {agent}"):
+            result = asyncio.run(execute(config))
+        results.append(result)
+        viewer = write_viewer([load_run(result.run_dir)], result.run_dir / "viewer.html")
+        console.print(summary_table(result.summary, title=f"{agent} on {WORLD}-{size} (judge: normalized)"))
+        console.print(f"  run directory: {result.run_dir}   viewer: {viewer}")
+    return results

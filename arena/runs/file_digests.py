@@ -1,0 +1,153 @@
+"""Task files stored in a run without hashing them again: their content addresses, remembered across runs.
+
+A run keeps every task image it shows as a blob named by the SHA-256 of its bytes (`arena.core.blobs`). A 4K photo
+is ~17 MB: hashing it costs ~10-13 ms, every run, for every task, though the dataset has not changed since the
+last run over it (a re-run, a resumed run, another budget of a sweep, another model). Like git's index, this
+module remembers each file's digest with its `stat` signature (device, inode, size, mtime and ctime in
+nanoseconds): while the signature holds, the file is copied into the run under the digest it had, and the
+signature is checked again after the copy, so a file changed meanwhile is never stored under another content's
+name (it is then copied and hashed as before). The ctime cannot be set back by any program, so a rewrite that
+kept the size and forged the mtime still shows.
+
+A digest is remembered only for a file last changed at least `RACY_NS` (2 s) before it was hashed, as git does
+with its racily clean entries: file times come from a coarse clock (a kernel tick, a second or two on some file
+systems), so a file rewritten at the same size within one tick of being hashed would keep its whole signature. A
+file that young (or dated in the future) is copied and hashed at every use until it has settled.
+
+The digests live in an SQLite file, `$ARENA_CACHE_DIR/file-digests.sqlite` (default
+`$XDG_CACHE_HOME/arena`, else `~/.cache/arena`); `ARENA_CACHE_DIR=off` keeps them in this process only. A cache
+that cannot be opened or written (a read-only home) is used as far as it goes and never fails a run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+from pathlib import Path
+from time import time_ns
+
+from arena.core.blobs import BlobStore, file_ext
+
+logger = logging.getLogger(__name__)
+Signature = tuple[int, int, int, int, int]  # device, inode, size, mtime_ns, ctime_ns
+RACY_NS = 2_000_000_000  # a file changed more recently than this may change again unseen (see above)
+
+
+def signature(path: str | Path) -> Signature:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def settled(sig: Signature) -> bool:
+    """True when the file's last change (mtime or ctime) lies at least `RACY_NS` in the past."""
+    return time_ns() - max(sig[3], sig[4]) >= RACY_NS  # (a time in the future never is)
+
+
+def cache_dir() -> Path | None:
+    """Where the digests are kept; None when `ARENA_CACHE_DIR=off`."""
+    chosen = os.environ.get("ARENA_CACHE_DIR")
+    if chosen is not None:
+        return None if chosen.strip().lower() in ("off", "") else Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "arena"
+
+
+class FileDigests:
+    """Blob ids of files by path, valid while the file's signature holds (in memory, and in SQLite if it opens)."""
+
+    def __init__(self, directory: Path | None):
+        self._known: dict[str, tuple[Signature, str]] = {}
+        self._asked: set[str] = set()  # paths looked up in SQLite
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        if directory is None:
+            return
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(directory / "file-digests.sqlite", timeout=5, check_same_thread=False,
+                                       isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # a cache: no fsync per remembered digest
+            self._db.execute("CREATE TABLE IF NOT EXISTS digests (path TEXT PRIMARY KEY, signature TEXT NOT NULL, "
+                             "blob_id TEXT NOT NULL)")
+        except (OSError, sqlite3.Error) as exc:
+            logger.debug("file digests kept in memory only (%s: %s)", directory, exc)
+            self._db = None
+
+    def get(self, path: str, sig: Signature) -> str | None:
+        with self._lock:
+            known = self._known.get(path)
+            if known is None and self._db is not None and path not in self._asked:
+                self._asked.add(path)  # (asked once per process: a digest this process finds is kept in memory)
+                try:
+                    row = self._db.execute("SELECT signature, blob_id FROM digests WHERE path = ?", (path,)).fetchone()
+                except sqlite3.Error:
+                    row = None
+                if row is not None:
+                    known = self._known[path] = (tuple(int(x) for x in row[0].split()), row[1])  # type: ignore[misc]
+        return known[1] if known is not None and known[0] == sig else None
+
+    def put(self, path: str, sig: Signature, blob_id: str) -> None:
+        with self._lock:
+            if self._known.get(path) == (sig, blob_id):
+                return
+            self._known[path] = (sig, blob_id)
+            if self._db is not None:
+                try:
+                    self._db.execute("INSERT OR REPLACE INTO digests VALUES (?, ?, ?)",
+                                     (path, " ".join(map(str, sig)), blob_id))
+                except sqlite3.Error as exc:
+                    logger.debug("file digest not kept: %s", exc)
+
+
+_DIGESTS: dict[Path | None, FileDigests] = {}
+
+
+def digests() -> FileDigests:
+    """This process's digests for the current `cache_dir()`."""
+    where = cache_dir()
+    if where not in _DIGESTS:
+        _DIGESTS[where] = FileDigests(where)
+    return _DIGESTS[where]
+
+
+def remembered(path: str | Path) -> tuple[str, Signature, str | None]:
+    """The file's resolved path, its signature now, and the blob id remembered for it while that signature holds."""
+    where = str(Path(path).resolve())
+    now = signature(where)
+    return where, now, digests().get(where, now)
+
+
+def remember(where: str, before: Signature, blob_id: str) -> None:
+    """Remember `blob_id` (the hash of what was read from `where` since its signature was `before`) if the file has
+    not changed meanwhile and has settled (`settled`)."""
+    if signature(where) == before and settled(before):
+        digests().put(where, before, blob_id)
+
+
+def put_task_file(blobs: BlobStore, path: str | Path) -> str:
+    """Store the file `path` in `blobs` and return its blob id: copied under its remembered digest while its
+    signature holds before and after the copy, else copied and hashed (`BlobStore.write`) and remembered if the
+    file has settled (`settled`)."""
+    where, before, known = remembered(path)
+    if known is not None:
+        if blobs.path(known).exists():
+            return known
+        target = blobs.path(known)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=blobs.root, prefix=".tmp-")
+        os.close(fd)
+        try:
+            shutil.copyfile(where, tmp)
+            if signature(where) == before:
+                os.replace(tmp, target)
+                return known
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    blob_id = blobs.write(None, Path(where), file_ext(where))
+    remember(where, before, blob_id)  # (not if it changed while copied, or may change again unseen)
+    return blob_id

@@ -1,0 +1,162 @@
+"""Per-endpoint admission limits: at most `max_parallel` requests in flight and at most
+`requests_per_minute` started in any 60-second window, per model endpoint (base URL).
+
+Limits are keyed by base URL; the key `"*"` applies to every endpoint without its own
+entry. Agents are wrapped by `LimitedAgent` (one agent turn is one model request);
+judges' calls go through the same gate on the driver. The Ray backend shares one gate
+between all workers through a Ray actor (`arena.runs.ray_backend`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
+
+from arena.core.agent import Agent, AgentTurn, EpisodeView
+
+from .config import EndpointLimit
+
+
+class Gate(Protocol):
+    def slot(self, endpoint: str | None) -> Any:
+        """Async context manager holding one request slot of `endpoint` (None: unlimited)."""
+
+
+class SlidingWindow:
+    """Admits at most `per_minute` starts in any `period` seconds (clock and sleep injectable for tests)."""
+
+    def __init__(self, per_minute: float, *, period: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
+        self.capacity = max(1, int(per_minute * period / 60.0))
+        self.period = period
+        self.clock, self.sleep = clock, sleep
+        self.starts: deque[float] = deque()
+        self._lock = asyncio.Lock()
+
+    async def admit(self) -> None:
+        async with self._lock:
+            while True:
+                now = self.clock()
+                while self.starts and self.starts[0] <= now - self.period:
+                    self.starts.popleft()
+                if len(self.starts) < self.capacity:
+                    self.starts.append(now)
+                    return
+                await self.sleep(self.starts[0] + self.period - now)
+
+
+class EndpointGate:
+    """In-process gate: one semaphore and one sliding window per limited endpoint."""
+
+    def __init__(self, limits: dict[str, EndpointLimit], **window_options: Any):
+        self.limits = limits
+        self.window_options = window_options
+        self._slots: dict[str, asyncio.Semaphore] = {}
+        self._windows: dict[str, SlidingWindow] = {}
+
+    def limit_for(self, endpoint: str | None) -> EndpointLimit | None:
+        if endpoint is None:
+            return None
+        return self.limits.get(endpoint.rstrip("/")) or self.limits.get(endpoint) or self.limits.get("*")
+
+    async def acquire(self, endpoint: str | None) -> None:
+        limit = self.limit_for(endpoint)
+        if limit is None or endpoint is None:
+            return
+        if limit.max_parallel:
+            slots = self._slots.setdefault(endpoint, asyncio.Semaphore(limit.max_parallel))
+            await slots.acquire()
+        if limit.requests_per_minute:
+            window = self._windows.get(endpoint)
+            if window is None:
+                window = self._windows[endpoint] = SlidingWindow(limit.requests_per_minute, **self.window_options)
+            try:
+                await window.admit()
+            except BaseException:
+                self.release(endpoint)
+                raise
+
+    def release(self, endpoint: str | None) -> None:
+        if endpoint is not None and endpoint in self._slots:
+            self._slots[endpoint].release()
+
+    @asynccontextmanager
+    async def slot(self, endpoint: str | None) -> AsyncIterator[None]:
+        await self.acquire(endpoint)
+        try:
+            yield
+        finally:
+            self.release(endpoint)
+
+
+class RunSlots:
+    """The run's `--concurrency` slots, each free slot handed to a waiting judging before a waiting episode: a finished
+    episode is judged (and shown by the progress) while the run goes on, instead of queueing behind every episode
+    not yet started (a FIFO semaphore made the first verdicts wait for the last wave)."""
+
+    def __init__(self, size: int):
+        self.free = size
+        self._judging: deque[asyncio.Future[None]] = deque()
+        self._playing: deque[asyncio.Future[None]] = deque()
+
+    @asynccontextmanager
+    async def slot(self, judging: bool = False) -> AsyncIterator[None]:
+        if self.free > 0:
+            self.free -= 1
+        else:
+            waiter = asyncio.get_running_loop().create_future()
+            (self._judging if judging else self._playing).append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                if waiter.done() and not waiter.cancelled():
+                    self._release()  # handed a slot as it was cancelled: pass it on
+                raise
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        for waiting in (self._judging, self._playing):
+            while waiting:
+                waiter = waiting.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
+                    return
+        self.free += 1
+
+
+def endpoint_of(options: dict[str, Any]) -> str | None:
+    """The endpoint an agent or judge calls, from its factory options (None: it calls no model)."""
+    url = options.get("base_url")
+    return str(url).rstrip("/") if url else None
+
+
+class LimitedAgent(Agent):
+    """An agent whose turns pass through a gate; everything else is the wrapped agent's."""
+
+    def __init__(self, inner: Agent, gate: Gate, endpoint: str | None):
+        self.inner, self.gate, self.endpoint = inner, gate, endpoint
+        self.id = inner.id
+        self.text_protocol = inner.text_protocol
+
+    async def act(self, view: EpisodeView) -> AgentTurn:
+        async with self.gate.slot(self.endpoint):
+            return await self.inner.act(view)
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def learned_limits(self) -> dict[str, Any]:
+        return self.inner.learned_limits()
+
+    def apply_limits(self, limits: dict[str, Any]) -> None:
+        self.inner.apply_limits(limits)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -1,0 +1,68 @@
+"""Filling the registries: the built-in packages and every installed `arena` entry point.
+
+Loaded in the CLI process and in every worker (Ray or local processes), so a third-party tool, agent,
+judge, loader, world or suite installed with an `arena` entry point works everywhere the built-ins do.
+An entry point may name a module (imported for its registrations) or a callable (called once).
+
+Also the one place that calls registered factories with user options.
+"""
+
+from __future__ import annotations
+
+import inspect
+from importlib.metadata import entry_points
+from typing import Any, Callable
+
+from arena.core.discovery import import_submodules
+
+BUILT_IN = ("arena.tools", "arena.agents", "arena.judges", "arena.suites")
+ENTRY_POINT_GROUP = "arena"
+_loaded: set[str] = set()
+
+
+class PluginError(RuntimeError):
+    """An installed plugin failed to load; names the entry point and what it raised."""
+
+
+def load_entry_points(group: str = ENTRY_POINT_GROUP) -> list[str]:
+    """Import (or call) each entry point of `group` once per process; returns their names."""
+    names = []
+    for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+        names.append(ep.name)
+        if ep.value in _loaded:
+            continue
+        try:
+            target = ep.load()
+        except Exception as exc:
+            raise PluginError(f"plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}") from exc
+        if callable(target) and not inspect.ismodule(target):
+            target()
+        _loaded.add(ep.value)
+    return names
+
+
+def load_plugins() -> None:
+    """Register every tool, agent, judge, loader, world builder and suite, built in or installed."""
+    for package in BUILT_IN:
+        import_submodules(package)
+    load_entry_points()
+
+
+def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:
+    """The options a registered factory takes (all of them when it takes **kwargs)."""
+    params = inspect.signature(factory).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(options)
+    return {k: v for k, v in options.items() if k in params}
+
+
+def call_with_options(factory: Callable[..., Any], options: dict[str, Any], what: str) -> Any:
+    """Call a registered factory; unknown options are an error that lists the accepted ones."""
+    unknown = [k for k in options if k not in accepted_options(factory, options)]
+    if unknown:
+        params = inspect.signature(factory).parameters
+        raise ValueError(f"{what} does not take option(s) {', '.join(unknown)}; it takes: {', '.join(params)}")
+    try:
+        return factory(**options)
+    except TypeError as exc:
+        raise ValueError(f"{what}: {exc}") from None

@@ -1,0 +1,265 @@
+"""The Ray backend: episodes fanned out to Ray actors, the run store written by the driver alone.
+
+Each worker (`EpisodeWorker`, an async actor playing several episodes at once) builds
+its own `Workbench` from the run's config JSON, so datasets and worlds must be
+readable at the same paths on every node (a local cluster, or a shared filesystem).
+A worker keeps the images an episode produces in memory and returns them with the
+episode, with the episode's model calls as calls.jsonl lines (`play_recorded`); the
+driver writes blobs and lines through the run writer, then appends the episode
+(`receive`). The blobs a prefix reuses travel to the worker with the job, and so does a
+fork's recorded request (`transcript.recorded_request()` of the episode's scope), which
+the worker sends again as the asyncio backend would. The local worker processes of
+`--workers` (`arena.runs.workers`) use the same functions. Per-endpoint limits are enforced
+across all workers by one gate actor.
+
+`ray_address=None` starts a local Ray instance (`ray.init()`) for the run and stops it
+afterwards; an address (`auto`, `ray://host:10001`, `host:6379`) joins an existing
+cluster and leaves it running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from arena.core.blobs import BlobStore, content_id, file_ext
+from arena.core.trajectory import Episode
+from arena.endpoints import transcript
+
+from .allocator import keep_freed_memory
+from .config import EndpointLimit, RunConfig
+from .file_digests import remember, remembered, signature
+from .limits import EndpointGate
+from .store import RunStore
+from .workbench import EpisodeJob, Workbench
+from .writer import RunWriter, settled
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class MemoryBlobStore(BlobStore):
+    """A blob store in memory: `seed` holds blobs given to the worker, `new` those it made that the driver may not
+    have. `stored`: ids the driver has confirmed it stored (`arena.runs.workers`): such a blob is not put in `new` again,
+    and a task file remembered under such an id (`arena.runs.file_digests`) is neither read nor hashed."""
+
+    def __init__(self, seed: dict[str, bytes] | None = None, stored: set[str] | frozenset[str] = frozenset()):
+        super().__init__(Path("<memory>"))
+        self.data: dict[str, bytes] = dict(seed or {})
+        self.new: dict[str, bytes] = {}
+        self.stored = stored
+        self.files: dict[str, Path] = {}  # task files known by id only, read if asked for
+
+    def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
+        blob_id = blob_id or content_id(data, ext)
+        if blob_id not in self.data:
+            self.data[blob_id] = data
+            if blob_id not in self.stored:
+                self.new[blob_id] = data
+        return blob_id
+
+    def put_file(self, path: str | Path) -> str:
+        """A file's bytes kept in memory like any other blob (never written under the placeholder root)."""
+        where, before, known = remembered(path)
+        if known is not None and known in self.stored:
+            self.files[known] = Path(where)
+            return known
+        data, ext = Path(where).read_bytes(), file_ext(where)
+        if known is not None and signature(where) == before:  # read while the file held: not hashed again
+            return self.put(data, ext, blob_id=known)
+        blob_id = self.put(data, ext)
+        remember(where, before, blob_id)
+        return blob_id
+
+    def get(self, blob_id: str) -> bytes:
+        if blob_id in self.files:
+            return self.files[blob_id].read_bytes()
+        try:
+            return self.data[blob_id]
+        except KeyError:
+            raise FileNotFoundError(f"blob {blob_id} was not sent to this worker") from None
+
+
+def apply_learned(agents: list[Any], learned: dict[str, dict[str, Any]]) -> None:
+    """Give each agent the limits learned for its id (from run.json, or from a worker)."""
+    for agent in agents:
+        if learned.get(agent.id):
+            agent.apply_limits(learned[agent.id])
+
+
+async def play_recorded(bench: Workbench, job_json: str, run_id: str, blobs: dict[str, bytes],
+                        resend: dict[str, Any] | None = None, stored: set[str] | frozenset[str] = frozenset()
+                        ) -> tuple[str, dict[str, bytes], list[bytes], dict[str, dict[str, Any]]]:
+    """Worker side: play a job with its prefix's blobs in memory, recording its model calls; `resend`: the recorded
+    request a fork sends again (`transcript.recorded_request()` of the driver's scope), as the asyncio backend does;
+    `stored`: blob ids the driver confirmed it has (not sent again).
+
+    Returns (episode JSON, blobs it made that are not in `stored`, its calls.jsonl lines, the limits its agent has
+    learned so far, by agent id); the lines refer to blobs among those made or stored."""
+    store = MemoryBlobStore(blobs, stored)
+    job = EpisodeJob.model_validate_json(job_json)
+    lines: list[bytes] = []
+    calls = (transcript.TranscriptWriter(Path("."), store, append=lambda _path, line: lines.append(line))
+             if bench.config.transcript else None)
+    with transcript.scope(calls, job.key, "agent", resend):
+        episode = await bench.play(job, run_id, store)
+    agent = bench.agents[job.agent]
+    return episode.model_dump_json(), store.new, lines, {agent.id: agent.learned_limits()}
+
+
+async def prefix_blobs(store: RunStore, job: EpisodeJob) -> dict[str, bytes]:
+    """Driver side: the blobs a job's reused prefix needs, to send with it."""
+    return {b: await asyncio.to_thread(store.blobs.get, b) for b in job.prefix_blobs()}
+
+
+async def receive(store: RunStore, writer: RunWriter, agents: list[Any], episode_json: str, new: dict[str, bytes],
+                  lines: list[bytes], learned: dict[str, dict[str, Any]], source: str) -> Episode:
+    """Driver side: write a worker's blobs and call lines through the run writer (before the episode, which the
+    runner appends after them), take the limits the worker's agent learned into the driver's `agents` (the runner
+    records them in run.json), and return the episode. A blob already in the store is neither hashed nor written
+    again (an earlier episode's task image); the others are stored under the hash of their bytes, checked against
+    the worker's id."""
+    writes = {blob_id: writer.submit(store.blobs.put, data, blob_id.rsplit(".", 1)[-1])
+              for blob_id, data in new.items() if not store.blobs.path(blob_id).exists()}
+    for blob_id, write in writes.items():
+        stored = await settled(write)
+        if stored != blob_id:
+            raise RuntimeError(f"blob {blob_id} from {source} does not match its content ({stored})")
+    calls = store.dir / transcript.CALLS_FILE
+    for line in lines:
+        writer.append(calls, line)
+    apply_learned(agents, learned)
+    return Episode.model_validate_json(episode_json)
+
+
+def shipped_config(config: RunConfig) -> str:
+    """The run's config as JSON for workers, its data paths made absolute."""
+    paths = {"data": config.data, "root": config.root, "corpus": config.corpus}
+    return config.model_copy(update={k: str(Path(v).resolve()) for k, v in paths.items() if v}).model_dump_json()
+
+
+class GateActor:
+    """One EndpointGate shared by every worker and the driver."""
+
+    def __init__(self, limits: dict[str, dict[str, Any]]):
+        self.gate = EndpointGate({k: EndpointLimit(**v) for k, v in limits.items()})
+
+    async def acquire(self, endpoint: str | None) -> None:
+        await self.gate.acquire(endpoint)
+
+    async def release(self, endpoint: str | None) -> None:
+        self.gate.release(endpoint)
+
+
+class RemoteGate:
+    """The Gate interface over a GateActor handle (a no-op for endpoints without limits)."""
+
+    def __init__(self, actor: Any, limits: dict[str, EndpointLimit]):
+        self.actor = actor
+        self.local = EndpointGate(limits)
+
+    @asynccontextmanager
+    async def slot(self, endpoint: str | None) -> AsyncIterator[None]:
+        if self.local.limit_for(endpoint) is None:
+            yield
+            return
+        await self.actor.acquire.remote(endpoint)
+        try:
+            yield
+        finally:
+            await self.actor.release.remote(endpoint)
+
+
+class EpisodeWorker:
+    """A Ray actor that plays jobs of one run."""
+
+    def __init__(self, config_json: str, run_id: str, gate: Any | None, learned: dict[str, dict[str, Any]]):
+        keep_freed_memory()
+        config = RunConfig.model_validate_json(config_json)
+        self.run_id = run_id
+        self.bench = Workbench(config, gate=RemoteGate(gate, config.endpoint_limits) if gate is not None else None)
+        apply_learned(self.bench.agents, learned)
+
+    async def ready(self) -> int:
+        return os.getpid()
+
+    async def play(self, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None = None
+                   ) -> tuple[str, dict[str, bytes], list[bytes], dict[str, dict[str, Any]]]:
+        return await play_recorded(self.bench, job_json, self.run_id, blobs, resend)
+
+    async def close(self) -> None:
+        await self.bench.aclose()
+
+
+def ray_runtime_env() -> dict[str, Any]:
+    """Workers import the arena from the driver's source tree."""
+    path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {"env_vars": {"PYTHONPATH": path}}
+
+
+class RayBackend:
+    def __init__(self, config: RunConfig, run_id: str, store: RunStore, writer: RunWriter, agents: list[Any]):
+        try:
+            import ray
+        except ImportError:
+            raise ValueError("--backend ray needs Ray: pip install 'ray>=2.9'") from None
+        self.ray = ray
+        self.store, self.writer, self.agents = store, writer, agents
+        self.owns_cluster = False
+        if not ray.is_initialized():
+            options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                       "runtime_env": ray_runtime_env()}
+            if config.ray_address:
+                ray.init(address=config.ray_address, **options)
+            else:
+                ray.init(num_cpus=config.ray_workers or os.cpu_count() or 1, **options)
+                self.owns_cluster = True
+        self.workers: list[Any] = []
+        self.gate_actor = None
+        try:
+            workers = config.ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+            limits = {k: v.model_dump() for k, v in config.endpoint_limits.items()}
+            self.gate_actor = ray.remote(GateActor).options(num_cpus=0).remote(limits) if limits else None
+            self.gate = (RemoteGate(self.gate_actor, config.endpoint_limits) if self.gate_actor is not None
+                         else EndpointGate({}))
+            worker_cls = ray.remote(EpisodeWorker).options(num_cpus=0, max_concurrency=max(1, config.concurrency))
+            learned = {a.id: a.learned_limits() for a in agents}
+            self.workers = [worker_cls.remote(shipped_config(config), run_id, self.gate_actor, learned)
+                            for _ in range(workers)]
+            self.pids = ray.get([w.ready.remote() for w in self.workers])
+        except BaseException as exc:
+            self._stop()
+            if isinstance(exc, ray.exceptions.RayError):
+                raise RuntimeError(f"Ray workers could not start: {exc}") from None
+            raise
+        self._load = [0] * len(self.workers)
+
+    def _pick(self) -> int:
+        return min(range(len(self.workers)), key=lambda i: (self._load[i], i))
+
+    async def play(self, job: EpisodeJob) -> Episode:
+        blobs = await prefix_blobs(self.store, job)
+        index = self._pick()
+        self._load[index] += 1
+        try:
+            played = await self.workers[index].play.remote(job.model_dump_json(), blobs, transcript.recorded_request())
+        finally:
+            self._load[index] -= 1
+        return await receive(self.store, self.writer, self.agents, *played, "a Ray worker")
+
+    def _stop(self) -> None:
+        for actor in [*self.workers, *([self.gate_actor] if self.gate_actor is not None else [])]:
+            try:
+                self.ray.kill(actor)
+            except Exception:
+                continue
+        if self.owns_cluster:
+            self.ray.shutdown()
+
+    async def aclose(self) -> None:
+        try:
+            await asyncio.gather(*(w.close.remote() for w in self.workers), return_exceptions=True)
+        finally:
+            self._stop()

@@ -1,0 +1,150 @@
+"""Score a finished run again with other judges, keeping every judge's verdicts side by side.
+
+Verdicts are appended to the run's verdicts.jsonl under the judge's id, or under a
+label (`--as`) so that two configurations of one judge (two LLM judge models) stay
+apart. Agreement between two judges is measured on the episodes both scored: percent
+of equal correct/incorrect decisions and Cohen's kappa.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from arena.core.trajectory import Episode
+from arena.core.verdict import Verdict
+from arena.endpoints import transcript
+from arena.judges.metrics import AUTO, judge_for, summarize
+
+from .config import EndpointLimit
+from .judging import Judges
+from .limits import EndpointGate, endpoint_of
+from .lock import RunLock
+from .plugins import load_plugins
+from .store import RunStore
+from .writer import RunWriter, settled
+
+
+@dataclass
+class Agreement:
+    judge_a: str
+    judge_b: str
+    episodes: int
+    agree: int
+    percent: float | None
+    kappa: float | None
+
+
+def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
+    """Cohen's kappa of two raters' yes/no decisions; None when undefined (both constant and equal)."""
+    if len(a) != len(b):
+        raise ValueError("both raters must rate the same items")
+    n = len(a)
+    if n == 0:
+        return None
+    observed = sum(x == y for x, y in zip(a, b)) / n
+    pa, pb = sum(a) / n, sum(b) / n
+    expected = pa * pb + (1 - pa) * (1 - pb)
+    if expected >= 1.0:
+        return None
+    return (observed - expected) / (1 - expected)
+
+
+def latest_by_judge(verdicts: list[Verdict]) -> dict[str, dict[str, Verdict]]:
+    """judge -> episode id -> its last verdict (verdicts with a judge error are left out)."""
+    out: dict[str, dict[str, Verdict]] = {}
+    for verdict in verdicts:
+        if verdict.error is None:
+            out.setdefault(verdict.judge, {})[verdict.episode_id] = verdict
+        else:
+            out.setdefault(verdict.judge, {}).pop(verdict.episode_id, None)
+    return out
+
+
+def agreement(episodes: list[Episode], verdicts: list[Verdict], judge_a: str, judge_b: str) -> Agreement:
+    by_judge = latest_by_judge(verdicts)
+    va, vb = by_judge.get(judge_a, {}), by_judge.get(judge_b, {})
+    ids = [e.id for e in episodes if e.id in va and e.id in vb]
+    a = [va[i].correct for i in ids]
+    b = [vb[i].correct for i in ids]
+    agree = sum(x == y for x, y in zip(a, b))
+    return Agreement(judge_a, judge_b, len(ids), agree, round(100.0 * agree / len(ids), 2) if ids else None,
+                     None if (k := cohen_kappa(a, b)) is None else round(k, 4))
+
+
+def agreements(episodes: list[Episode], verdicts: list[Verdict]) -> list[Agreement]:
+    """Agreement of every pair of judges with verdicts on the run's current episodes."""
+    current = {e.id for e in episodes}
+    judges = sorted({v.judge for v in verdicts if v.episode_id in current})
+    return [agreement(episodes, verdicts, a, b) for a, b in itertools.combinations(judges, 2)]
+
+
+@dataclass
+class RejudgeResult:
+    judge: str
+    scored: int
+    skipped: int
+    summary: dict[str, Any]
+    agreements: list[Agreement]
+
+
+async def rejudge(run_dir: str | Path, judge: str, options: dict[str, Any] | None = None, *,
+                  label: str | None = None, redo: bool = False, concurrency: int = 8,
+                  progress: Callable[[Episode, Verdict], None] | None = None,
+                  on_start: Callable[[int, int], None] | None = None) -> RejudgeResult:
+    """Score the run's episodes with `judge` (or "auto": each task's own) and store the verdicts."""
+    load_plugins()
+    options = dict(options or {})
+    if label and judge == AUTO:
+        raise ValueError("--as names one judge; it cannot be used with --judge auto")
+    store = RunStore(run_dir)
+    if not store.exists():
+        raise ValueError(f"{run_dir}: not a run directory (no run.json)")
+    with RunLock(store.dir, "arena judge"):
+        return await _rejudge(store, judge, options, label=label, redo=redo, concurrency=concurrency,
+                              progress=progress, on_start=on_start)
+
+
+async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, label: str | None, redo: bool,
+                   concurrency: int, progress: Callable[[Episode, Verdict], None] | None,
+                   on_start: Callable[[int, int], None] | None = None) -> RejudgeResult:
+    limits = store.info().get("config", {}).get("endpoint_limits") or {}
+    gate = EndpointGate({k: EndpointLimit.model_validate(v) for k, v in limits.items()})
+    episodes, verdicts = store.episodes(), store.verdicts()
+    judges = Judges(judge, options, store.dir / "judge_cache.jsonl", store.info().get("config", {}).get("protocol"))
+    name_of = (lambda e: label) if label else (lambda e: judge_for(e, judge))
+    have = {(v.episode_id, v.judge) for v in verdicts if v.error is None}
+    todo = [e for e in episodes if redo or (e.id, name_of(e)) not in have]
+    slots = asyncio.Semaphore(concurrency)
+    writer = RunWriter()  # verdicts, calls and judge-cache lines written off the event loop, in order
+    judges.write_through(writer.append_durable)
+    calls = writer.recorder(store.dir, store.blobs.root) \
+        if store.info().get("config", {}).get("transcript", True) else None
+    if on_start:
+        on_start(len(todo), len(episodes))
+
+    async def score(episode: Episode) -> None:
+        async with slots, gate.slot(endpoint_of(options)):
+            with transcript.scope(calls, episode.key, "judge"):
+                verdict = await judges.get(judge_for(episode, judge)).score(episode, store.blobs)
+        if label:
+            verdict = verdict.model_copy(update={"judge": label})
+        await settled(writer.durable(store.append_verdict, verdict))
+        if progress:
+            progress(episode, verdict)
+
+    try:
+        await asyncio.gather(*(score(e) for e in todo))
+        await writer.drained()
+        if writer.problems:
+            raise OSError("could not write to the run: " + "; ".join(writer.problems))
+    finally:
+        await judges.aclose()
+        await asyncio.to_thread(writer.close)
+    verdicts = store.verdicts()
+    counted = label or judge
+    return RejudgeResult(judge=counted, scored=len(todo), skipped=len(episodes) - len(todo),
+                         summary=summarize(episodes, verdicts, counted), agreements=agreements(episodes, verdicts))

@@ -1,0 +1,456 @@
+"""Execute a run: load data, build the grid, run missing episodes concurrently, judge, summarise.
+
+Resumable: episodes already finished under the same run id are skipped, errored
+ones are run again, and finished episodes lacking a verdict are judged. Episodes are
+played by a backend: this process's event loop (asyncio), local worker processes
+(`--workers`, `arena.runs.workers`) or Ray workers (`arena.runs.ray_backend`); either way only this
+process writes the run store, and all its writes go through one writer thread
+(`arena.runs.writer`): an episode is fsynced, with its model calls, before it is counted.
+Budget sweeps may share trajectory prefixes (`arena.runs.prefix`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+import subprocess
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cached_property
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+
+from arena.core.trajectory import Episode, Step, Usage
+from arena.core.verdict import Verdict
+from arena.endpoints import transcript
+from arena.judges.metrics import AUTO, judge_for, judge_for_task
+
+from .allocator import keep_freed_memory, startup_frozen
+from .config import RunConfig, slug
+from .fork import fork_prefix
+from .judging import Judges
+from .limits import RunSlots, endpoint_of
+from .lock import RunLock
+from .prefix import copied_episode, derive, failed_episode
+from .prefix import link as prefix_link
+from .pricing import cost as token_cost
+from .pricing import price_of, usage_cost
+from .ray_backend import RayBackend
+from .run_index import scan_lines
+from .scan import RunScan, model_call_counts_scan, scan_run, summarize_scan
+from .stops import FAILED, RunStops, endpoint_label
+from .store import RunStore
+from .validate import check_judges, check_tool_options
+from .workers import WorkerBackend
+from .writer import RunWriter, settled
+from .sweep import Cell, Family, grid_size, plan
+from .workbench import EpisodeJob, Workbench
+
+
+@dataclass
+class RunResult:
+    """What a run did. `episodes` and `verdicts` are read from the store when first asked for, as the store
+    was when the run ended (`sizes`: bytes of episodes.jsonl and verdicts.jsonl then; both are append-only)."""
+
+    run_dir: Path
+    run_id: str
+    summary: dict[str, Any]
+    ran: int = 0
+    grid: int = 0
+    """Episodes in the run's grid."""
+    unrecorded: int = 0
+    """Episodes of the grid with no record in the store at the end (the run stopped early)."""
+    stopped: str | None = None
+    """Why the run stopped before playing its whole grid (None when it did not), set by what stopped it."""
+    unwritten: list[str] = field(default_factory=list)
+    """One message per record (episode or verdict) that could not be written to the store."""
+    sizes: tuple[int, int] | None = None
+
+    @cached_property
+    def episodes(self) -> list[Episode]:
+        return RunStore(self.run_dir).episodes(upto=self.sizes[0] if self.sizes else None)
+
+    @cached_property
+    def verdicts(self) -> list[Verdict]:
+        return RunStore(self.run_dir).verdicts(upto=self.sizes[1] if self.sizes else None)
+
+
+def git_hash() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in ("arena", "openai", "pydantic", "pillow", "bm25s", "playwright"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+class LocalBackend:
+    """Plays episodes in this process's event loop (the asyncio backend); their blobs go through the run writer."""
+
+    def __init__(self, bench: Workbench, run_id: str, store: RunStore, writer: RunWriter):
+        self.bench, self.run_id, self.store = bench, run_id, store
+        self.gate = bench.gate
+        self.blobs = writer.blobs(store.blobs.root)
+
+    async def play(self, job: EpisodeJob) -> Episode:
+        return await self.bench.play(job, self.run_id, self.blobs)
+
+    async def aclose(self) -> None:
+        """Nothing to release: the workbench is closed by the caller."""
+
+
+def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunStore, writer: RunWriter):
+    if config.backend == "ray":
+        if config.workers:
+            raise ValueError("--workers runs local worker processes under the asyncio backend; with --backend ray "
+                             "give --ray-workers")
+        return RayBackend(config, run_id, store, writer, bench.agents)
+    if config.workers:
+        return WorkerBackend(config, run_id, store, writer, bench.gate, bench.agents)
+    return LocalBackend(bench, run_id, store, writer)
+
+
+def data_warnings(bench: Workbench) -> list[str]:
+    """What the datasets say about the run's protocol (e.g. frame orders that differ between protocols)."""
+    return [d.meta["protocol_warnings"][bench.config.protocol] for d in bench.datasets
+            if bench.config.protocol in (d.meta.get("protocol_warnings") or {})]
+
+
+def agent_warnings(bench: Workbench) -> list[str]:
+    """Tasks that name the kind of agent they need (`metadata.requires_agent`) but are played by another kind."""
+    warnings = []
+    for agent in bench.agents:
+        kind = agent.describe().get("kind", agent.id)
+        needing: dict[str, list[str]] = {}
+        for _, task in bench.pairs:
+            need = task.metadata.get("requires_agent")
+            if need and need != kind:
+                needing.setdefault(need, []).append(task.id)
+        for need, ids in sorted(needing.items()):
+            warnings.append(f"{len(ids)} task(s) (e.g. {ids[0]}) need an agent of kind {need!r}; agent "
+                            f"{agent.id!r} is of kind {kind!r}, so its results on them do not measure what those "
+                            "tasks define")
+    return warnings
+
+
+def default_run_id(bench: Workbench, config: RunConfig) -> str:
+    who = bench.agents[0].id if len(bench.agents) == 1 else f"{len(bench.agents)}-agents"
+    return f"{slug(bench.datasets[0].name)}-{slug(who)}-{config.grid_fingerprint()[:8]}"
+
+
+async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | None], None] | None = None,
+                  force: bool = False, on_start: Callable[[int, int], None] | None = None,
+                  run_dir: str | Path | None = None) -> RunResult:
+    """Play every missing episode of the grid, judge what lacks a verdict, write the summary.
+
+    The run directory is `run_dir` when given (resume in place: a moved or renamed
+    run continues where it lies), else `<out>/<run id>`. It is locked for the whole
+    run (`arena.runs.lock`): a second writer stops at once. With a live-web mode and no
+    `tool_options.cassette`, the cassette is `<run dir>/cassettes.sqlite`."""
+    keep_freed_memory()
+    config = config.model_copy(deep=True)
+    bench = Workbench(config)
+    try:
+        with startup_frozen():
+            return await _execute(config, bench, progress=progress, force=force, on_start=on_start, run_dir=run_dir)
+    finally:
+        await bench.aclose()
+
+
+async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start,
+                   run_dir: str | Path | None) -> RunResult:
+    run_id = config.run_id or default_run_id(bench, config)
+    store = RunStore(Path(run_dir) if run_dir is not None else Path(config.out) / run_id)
+    judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl", config.protocol)
+    # Every scoring method a task names (VistaHop's reward_fn + unused_reward_fn under --protocol original) is
+    # computed; the task's own judge is the one that counts.
+    also = {t.id: [j for j in t.metadata.get("judges", []) if j != judge_for_task(t, AUTO)]
+            for _, t in bench.pairs} if (config.judge or AUTO) == AUTO else {}
+    for judge_id in sorted({judge_for_task(task, config.judge or AUTO) for _, task in bench.pairs}
+                           | {j for ids in also.values() for j in ids}):
+        judges.get(judge_id)
+    check_judges(lambda task: judges.get(judge_for_task(task, config.judge or AUTO)), [t for _, t in bench.pairs])
+    check_tool_options(config.tool_options, config.settings)
+    with RunLock(store.dir, "arena run"):  # checked before: a run that cannot start writes nothing
+        return await _execute_locked(config, bench, progress=progress, force=force, on_start=on_start,
+                                     run_id=run_id, store=store, judges=judges, also=also)
+
+
+async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start, run_id: str,
+                          store: RunStore, judges: Judges, also: dict[str, list[str]]) -> RunResult:
+    tool_extras = config.tool_options.model_extra or {}
+    if tool_extras.get("web", "offline") != "offline" and not tool_extras.get("cassette"):
+        config.tool_options.cassette = str(store.dir / "cassettes.sqlite")
+    backend = None
+    writer = RunWriter()
+    try:
+        info: dict[str, Any] = {
+            "run_id": run_id, "fingerprint": config.grid_fingerprint(), "judge": config.judge or AUTO,
+            "config": config.redacted(),
+            "agent": bench.agents[0].describe(), "agents": [a.describe() for a in bench.agents],
+            "datasets": [{"name": d.name, "source": str(d.source), "root": str(d.root), "tasks": len(d.tasks),
+                          "world": d.meta.get("world")} for d in bench.datasets],
+            "versions": versions(), "git": git_hash(), "warnings": data_warnings(bench) + agent_warnings(bench),
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        store.open(info, force=force)
+        prefix: list[Step] = []
+        resend: dict[str, Any] | None = None  # a fork's recorded request, sent again (arena.runs.fork)
+        if config.fork is not None:
+            prefix, link, resend = fork_prefix(config.fork, store)
+            store.update_info({"forked_from": link})
+        learned = store.info().get("learned_limits") or {}
+        for agent in bench.agents:
+            agent.apply_limits(learned.get(agent.id) or {})
+        backend = make_backend(config, bench, run_id, store, writer)
+        judges.write_through(writer.append_durable)
+        retried = FAILED if config.retry_errors else ("error",)
+        prices = {a.id: price_of((a.describe().get("endpoint") or {}).get("model"), config.price)
+                  for a in bench.agents}
+        stops = RunStops(threshold=config.fail_fast or 10**9, max_cost=config.max_cost,
+                         endpoints={a.id: endpoint_label(a.describe()) for a in bench.agents})
+        judge_label = endpoint_label(config.judge_options)
+        tasks: list[asyncio.Future] = []
+
+        def stop_if(reason: str | None) -> None:
+            if reason:
+                for task in tasks:
+                    if task is not asyncio.current_task():
+                        task.cancel()
+
+        def save_learned() -> None:
+            now = {a.id: a.learned_limits() for a in bench.agents if a.learned_limits()}
+            if now and now != learned:
+                learned.update(now)
+                store.update_info({"learned_limits": dict(learned)})
+        done = {key: entry for key, entry in store.index().latest().items() if entry.finish not in retried}
+        families = plan(bench)
+        judge_name = config.judge or AUTO
+        judge_endpoint = endpoint_of(config.judge_options)
+        verdicts_done = store.verdict_pairs()
+        unjudged = [store.read_episode(entry) for entry in done.values()
+                    if (entry.id, judge_for_task(entry, judge_name)) not in verdicts_done]
+        missing = sum(1 for f in families for c in f.cells if c.key not in done)
+        if on_start:
+            on_start(missing + len(unjudged), grid_size(families))
+        slots = RunSlots(config.concurrency)
+
+        unwritten: list[str] = []
+        calls = writer.recorder(store.dir, store.blobs.root) if config.transcript else None
+
+        async def judge_and_store(episode: Episode) -> Verdict | None:
+            async with backend.gate.slot(judge_endpoint):
+                with transcript.scope(calls, episode.key, "judge"):
+                    verdict = await judges.get(judge_for(episode, judge_name)).score(episode, store.blobs)
+            try:
+                await settled(writer.durable(store.append_verdict, verdict))
+            except (OSError, ValueError) as exc:
+                unwritten.append(f"verdict of episode {episode.key}: {type(exc).__name__}: {exc}")
+                return None
+            for judge_id in also.get(episode.task.id, []):
+                if (episode.id, judge_id) not in verdicts_done:
+                    async with backend.gate.slot(judge_endpoint):
+                        other = await judges.get(judge_id).score(episode, store.blobs)
+                    await settled(writer.durable(store.append_verdict, other))
+            return verdict
+
+        async def record(episode: Episode) -> Episode:
+            cost = usage_cost(_usage_of(episode), prices.get(episode.agent))
+            if cost is not None:
+                episode.meta["cost"] = round(cost, 8)
+            written = writer.durable(store.append_episode, episode)
+            # a stop is decided at once, so that no other request leaves while the line is being fsynced
+            stop_if(stops.observe(episode, usage_cost(_spent_usage(episode), prices.get(episode.agent))))
+            try:
+                await settled(written)
+            except (OSError, ValueError) as exc:  # the other episodes go on; the exit status says so
+                unwritten.append(f"episode {episode.key}: {type(exc).__name__}: {exc}")
+                return episode
+            save_learned()
+            async with slots.slot(judging=True):
+                verdict = await judge_and_store(episode)
+            stop_if(stops.observe_verdict(verdict, judge_label))
+            if progress:
+                progress(episode, verdict)
+            return episode
+
+        async def play(job: EpisodeJob, again: dict[str, Any] | None = None) -> Episode:
+            async with slots.slot():
+                with transcript.scope(calls, job.key, "agent", again):
+                    episode = await backend.play(job)
+            return await record(episode)
+
+        async def derive_cell(source: Episode, cell: Cell) -> None:
+            derivation = derive(source, cell.max_rounds)
+            if derivation.kind == "copy":
+                await record(copied_episode(source, key=cell.key, max_rounds=cell.max_rounds, seed=cell.seed))
+            elif derivation.kind == "error":
+                await record(failed_episode(source, key=cell.key, max_rounds=cell.max_rounds, seed=cell.seed))
+            else:
+                await play(cell.job(prefix=derivation.prefix, meta=prefix_link(source, cell.max_rounds)))
+
+        async def run_family(family: Family) -> None:
+            head, rest = family.cells[0], family.cells[1:]
+            if not family.shared:
+                if head.key not in done:
+                    meta = {"forked_from": link} if config.fork is not None else {}
+                    await play(head.job(prefix=prefix, meta=meta,
+                                        prefix_mode=config.fork.prefix_mode if config.fork else "reuse"), resend)
+                return
+            todo = [c for c in rest if c.key not in done]
+            if head.key in done and not todo:
+                return
+            source = store.read_episode(done[head.key]) if head.key in done else await play(head.job())
+            await asyncio.gather(*(derive_cell(source, cell) for cell in todo))
+
+        async def rejudge(episode: Episode) -> None:
+            async with slots.slot(judging=True):
+                verdict = await judge_and_store(episode)
+            stop_if(stops.observe_verdict(verdict, judge_label))
+            if progress:
+                progress(episode, verdict)
+
+        open_families = [f for f in families if any(c.key not in done for c in f.cells)]  # the rest has nothing to do
+        tasks.extend(asyncio.ensure_future(c) for c in [*(run_family(f) for f in open_families),
+                                                        *(rejudge(e) for e in unjudged)])
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        failures = [o for o in outcomes if isinstance(o, BaseException) and not isinstance(o, asyncio.CancelledError)]
+        if failures:
+            raise failures[0]
+        if stops.message is None and any(isinstance(o, asyncio.CancelledError) for o in outcomes):
+            raise asyncio.CancelledError()
+        save_learned()
+        await writer.drained()
+        unwritten.extend(writer.problems)
+        scan = scan_run(store)
+        summary = summarize_scan(scan, judge_name)
+        summary.update({"run_id": run_id, "protocol": config.protocol, "judges": judges.describe(),
+                        "model_calls": model_call_counts_scan(scan)})
+        recorded = set(scan.cols.get("key", ()))  # the scan already holds the index's keys
+        result = RunResult(run_dir=store.dir, run_id=run_id, summary=summary, ran=missing, sizes=store.sizes(),
+                           grid=grid_size(families), unwritten=unwritten, stopped=stops.message,
+                           unrecorded=sum(1 for f in families for c in f.cells if c.key not in recorded))
+        warnings = list(info["warnings"])
+        if missing or unjudged or not store.summary_path.is_file():
+            warnings += add_costs(summary, scan, prices)
+            add_judge_usage(summary, store.verdicts_path, result.sizes[1], price_of(config.judge_options.get("model")))
+        else:  # nothing new was played or judged: the figures read from trajectories are those of last time
+            previous = json.loads(store.summary_path.read_text())
+            summary.update({k: previous[k] for k in ("cost", "judge_cost", "judge_tokens") if k in previous})
+            costs = {(g["agent"], g["setting"], g["max_rounds"]): g["cost"] for g in previous.get("groups", [])
+                     if "cost" in g}
+            for group in summary.get("groups", []):
+                if (group["agent"], group["setting"], group["max_rounds"]) in costs:
+                    group["cost"] = costs[(group["agent"], group["setting"], group["max_rounds"])]
+            warnings += [w for w in previous.get("warnings", []) if w not in warnings]
+        if learned:
+            summary["learned_limits"] = learned
+        if stops.message:
+            summary["stopped"] = stops.message
+        if warnings:
+            summary["warnings"] = warnings
+        if config.shares_prefixes():
+            summary["prefix_sharing"] = True
+        store.write_summary(summary)
+        return result
+    finally:
+        await judges.aclose()
+        if backend is not None:
+            await backend.aclose()
+        await asyncio.to_thread(writer.close)
+
+
+def _usage_of(episode: Episode) -> Usage:
+    t = episode.totals
+    return Usage(prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens)
+
+
+def _own_steps(steps: list, model_calls: Any) -> list:
+    """The steps whose model calls an episode made itself (a prefix-shared or forked episode reuses the calls
+    of its prefix: `meta.model_calls` counts only its own)."""
+    if not isinstance(model_calls, int):
+        return steps
+    return steps[len(steps) - model_calls:] if model_calls else []
+
+
+def _spent_usage(episode: Episode) -> Usage:
+    """Tokens of the model calls this episode made itself."""
+    return sum((s.usage for s in _own_steps(episode.steps, episode.meta.get("model_calls"))), Usage())
+
+
+def _spent_usage_of_record(record: dict[str, Any]) -> Usage:
+    """`_spent_usage` of an episode record (parsed JSON), without building the Episode."""
+    steps = _own_steps(record.get("steps") or [], (record.get("meta") or {}).get("model_calls"))
+    return sum((Usage.model_validate(s.get("usage") or {}) for s in steps), Usage())
+
+
+def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ratio: float = 0.75,
+              floor: int = 1000) -> list[str]:
+    """One streaming pass over the run's current episode records (`scan`'s rows, one parsed record at a
+    time, nothing kept but sums): the dollar cost per group (`cost`: its episodes' transcripts) and of the
+    run (`cost` at the top: each model call once, so prefix-shared budgets are not paid twice), from tokens
+    and the price in run.json, absent where the agent has no price or its server reported no tokens. Returns
+    the truncation warnings: agents whose server counted far fewer prompt tokens than the arena sent
+    (estimate, turns of at least `floor` tokens below `ratio`): the server probably cut the prompt without
+    saying so (Ollama truncates to its num_ctx)."""
+    cols = scan.cols
+    per_group: dict[tuple, float] = {}
+    spent: float | None = None
+    worst: dict[str, tuple[int, int, int]] = {}
+    for row, record in enumerate(scan.records_of()):
+        agent = cols["agent"][row]
+        price = prices.get(agent)
+        totals = record.get("totals") or {}
+        group = (agent, cols["setting"][row], cols["max_rounds"][row])
+        if (c := token_cost(totals.get("prompt_tokens", 0), totals.get("completion_tokens", 0), price)) is not None:
+            per_group[group] = per_group.get(group, 0.0) + c
+        if (c := usage_cost(_spent_usage_of_record(record), price)) is not None:
+            spent = (spent or 0.0) + c
+        for s in record.get("steps") or ():
+            served = (s.get("usage") or {}).get("prompt_tokens")
+            sent = (s.get("input") or {}).get("token_estimate", 0)
+            if served is not None and sent >= floor and served < ratio * sent:
+                n, low, high = worst.get(agent, (0, served, sent))
+                worst[agent] = (n + 1, served, sent) if served / sent < low / high else (n + 1, low, high)
+    for group in summary.get("groups", []):
+        if (known := per_group.get((group["agent"], group["setting"], group["max_rounds"]))) is not None:
+            group["cost"] = round(known, 6)
+    if spent is not None:
+        summary["cost"] = round(spent, 6)
+    return [f"{agent}: in {n} turn(s) the server counted far fewer prompt tokens than were sent (e.g. {low} vs "
+            f"an estimated {high}); it may be truncating prompts silently (Ollama: raise num_ctx)"
+            for agent, (n, low, high) in sorted(worst.items())]
+
+
+def add_judge_usage(summary: dict[str, Any], path: Path, upto: int, price: tuple[float, float] | None) -> None:
+    """Tokens of the judges' own calls (`judge_tokens`) and their cost (`judge_cost`, None when unpriced),
+    from the verdict records in the first `upto` bytes of `path`, read one at a time with orjson."""
+    total: Usage | None = None
+    for _, line in scan_lines(path) if path.is_file() else ():
+        if (upto := upto - len(line)) < 0:
+            break
+        usage = orjson.loads(line).get("usage") if line.strip() else None
+        if usage is not None:
+            total = (total or Usage()) + Usage.model_validate(usage)
+    if total is not None:
+        summary["judge_tokens"] = total.model_dump()
+        summary["judge_cost"] = usage_cost(total, price)
+
+
+def run(config: RunConfig, **kwargs: Any) -> RunResult:
+    """Synchronous wrapper of `execute`."""
+    return asyncio.run(execute(config, **kwargs))

@@ -1,0 +1,195 @@
+"""The run directory: append-only JSON lines, content-addressed blobs, safe to kill at any moment.
+
+    <out>/<run-id>/run.json         config (secrets redacted), versions, git hash, fingerprint
+                  /episodes.jsonl   one Episode per line (flushed and fsynced per line)
+                  /episodes.idx     key -> byte offset of each record (`arena.runs.run_index`, rebuildable)
+                  /verdicts.jsonl   one Verdict per line
+                  /calls.jsonl      every model call, exact request and response (endpoints/transcript.py)
+                  /blobs/sha256/..  images by content hash
+                  /summary.json     metrics recomputed from the two .jsonl files
+                  /.lock            held by the process writing the run (`arena.runs.lock`)
+
+A line cut short by a kill is ignored by readers and cut by the next append
+(`arena.core.jsonl`); the latest record of an episode key wins, so a retried episode
+supersedes its errored try.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator, TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from arena.core.blobs import BlobStore
+from arena.core.jsonl import append_line, repair_torn_tail
+from arena.core.trajectory import Episode
+from arena.core.verdict import Verdict
+from arena.endpoints.transcript import CALLS_FILE
+
+from .records import RunInfo, RunSummary
+from .reduce import record_line
+from .run_index import Entry, EpisodeIndex, entry_of, scan_lines
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class RunStoreError(RuntimeError):
+    """A run directory that cannot be used as asked (config mismatch, corrupt line)."""
+
+
+def read_records(path: Path, model: type[M], upto: int | None = None) -> Iterator[M]:
+    """The records of a .jsonl file (a torn last line ignored); with `upto`, only those in its first bytes."""
+    if not path.is_file():
+        return
+    offset = 0
+    with path.open("rb") as fh:
+        for lineno, line in enumerate(fh, 1):
+            offset += len(line)
+            if not line.endswith(b"\n") or (upto is not None and offset > upto):
+                return
+            if not line.strip():
+                continue
+            try:
+                yield model.model_validate_json(line)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                field = ".".join(str(p) for p in err["loc"]) or "(line)"
+                raise RunStoreError(f"{path}:{lineno}: not a valid {model.__name__} record: field {field}: "
+                                    f"{err['msg']}") from None
+
+
+class RunStore:
+    def __init__(self, run_dir: str | Path):
+        self.dir = Path(run_dir)
+        self.episodes_path = self.dir / "episodes.jsonl"
+        self.verdicts_path = self.dir / "verdicts.jsonl"
+        self.run_json = self.dir / "run.json"
+        self.summary_path = self.dir / "summary.json"
+        self.blobs = BlobStore(self.dir / "blobs")
+        self._index: EpisodeIndex | None = None
+
+    def exists(self) -> bool:
+        return self.run_json.is_file()
+
+    def open(self, info: dict[str, Any], *, force: bool = False) -> None:
+        """Create the run, or reopen it after checking that its grid is the same."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if self.exists():
+            old = _read_json(self.run_json)
+            if old.get("fingerprint") != info.get("fingerprint") and not force:
+                raise RunStoreError(
+                    f"{self.run_json}: this run was started with a different configuration "
+                    f"(fingerprint {old.get('fingerprint')} != {info.get('fingerprint')}); use a new --run-id, "
+                    "or --force to continue it with the new configuration"
+                )
+            info = {**old, **info, "created": old.get("created", info.get("created")),
+                    "resumed": old.get("resumed", 0) + 1}
+        self._write_json(self.run_json, _checked(RunInfo, info, self.run_json))
+        for path in (self.episodes_path, self.verdicts_path, self.dir / CALLS_FILE):
+            repair_torn_tail(path)
+        self._index = None
+
+    def info(self) -> dict[str, Any]:
+        """run.json, checked against `RunInfo` (an error names the file and field)."""
+        return _checked(RunInfo, _read_json(self.run_json), self.run_json)
+
+    def update_info(self, fields: dict[str, Any]) -> None:
+        """Merge `fields` into run.json (atomically)."""
+        self._write_json(self.run_json, {**self.info(), **fields})
+
+    def _write_json(self, path: Path, data: dict[str, Any]) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        os.replace(tmp, path)
+
+    def _append(self, path: Path, record: BaseModel) -> int:
+        return append_line(path, record_line(record).encode())
+
+    def index(self, persist: bool = True) -> EpisodeIndex:
+        """The episode index, checked against episodes.jsonl when first asked for (see `arena.runs.run_index`).
+
+        Writers (holding the run's lock) persist its repairs; readers pass `persist=False`."""
+        if self._index is None or (persist and not self._index.persist):
+            self._index = EpisodeIndex.load(self.episodes_path, persist)
+        return self._index
+
+    def append_episode(self, episode: Episode) -> None:
+        index = self.index()
+        line = record_line(episode).encode()
+        offset = append_line(self.episodes_path, line)
+        index.add(entry_of(line, offset))
+
+    def read_episode(self, entry: Entry) -> Episode:
+        """The episode record an index entry points at."""
+        with self.episodes_path.open("rb") as fh:
+            fh.seek(entry.offset)
+            line = fh.read(entry.length)
+        try:
+            return Episode.model_validate_json(line)
+        except ValidationError as exc:
+            raise RunStoreError(f"{self.episodes_path}: byte {entry.offset}: not a valid Episode record: "
+                                f"{exc.errors()[0]['msg']}") from None
+
+    def append_verdict(self, verdict: Verdict) -> None:
+        self._append(self.verdicts_path, verdict)
+
+    def all_episodes(self) -> list[Episode]:
+        return list(read_records(self.episodes_path, Episode))
+
+    def episodes(self, upto: int | None = None) -> list[Episode]:
+        """The latest record of each episode key, in first-seen order (of the file's first `upto` bytes)."""
+        latest: dict[str, Episode] = {}
+        for episode in read_records(self.episodes_path, Episode, upto):
+            latest[episode.key] = episode
+        return list(latest.values())
+
+    def verdicts(self, upto: int | None = None) -> list[Verdict]:
+        return list(read_records(self.verdicts_path, Verdict, upto))
+
+    def sizes(self) -> tuple[int, int]:
+        """Bytes of episodes.jsonl and verdicts.jsonl now: what `episodes(upto=)` and `verdicts(upto=)` take to
+        read the store as it is at this moment (the files are append-only)."""
+        return tuple(p.stat().st_size if p.is_file() else 0 for p in (self.episodes_path, self.verdicts_path))
+
+    def verdict_pairs(self) -> set[tuple[str, str]]:
+        """(episode id, judge) of every verdict record, read without building Verdict objects."""
+        pairs: set[tuple[str, str]] = set()
+        for lineno, (_, line) in enumerate(scan_lines(self.verdicts_path) if self.verdicts_path.is_file() else [], 1):
+            if not line.strip():
+                continue
+            try:
+                record = orjson.loads(line)
+                pairs.add((str(record["episode_id"]), str(record["judge"])))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise RunStoreError(f"{self.verdicts_path}:{lineno}: not a valid Verdict record: {exc}") from None
+        return pairs
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        self._write_json(self.summary_path, _checked(RunSummary, summary, self.summary_path))
+
+
+def _checked(model: type[BaseModel], data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """`data` validated as `model` (defaults filled in, the record version set), as plain JSON data."""
+    try:
+        return model.model_validate(data).model_dump(mode="json")
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(document)"
+        raise RunStoreError(f"{path}: field {field}: {err['msg']}") from None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object file; an error names the file, line and column."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RunStoreError(f"{path}: not valid JSON ({exc.msg}: line {exc.lineno} column {exc.colno})") from None
+    except UnicodeDecodeError as exc:
+        raise RunStoreError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not isinstance(data, dict):
+        raise RunStoreError(f"{path}: must hold a JSON object, got {type(data).__name__}")
+    return data

@@ -1,0 +1,176 @@
+"""What playing episodes of a run needs, built from its config alone: datasets, agents, tools.
+
+The driver builds one; so does every Ray worker, from the same config JSON, so a
+job described by names (`EpisodeJob`) means the same episode everywhere.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from arena.core.agent import AGENTS, Agent, Prompting
+from arena.core.blobs import BlobStore
+from arena.core.dataset import Dataset, load_datasets, refuse_original_only
+from arena.core.episode import EpisodeSpec, run_episode
+from arena.judges.protocols import ORIGINAL_DATASET_RULES, ORIGINAL_TURN_RULES, default_protocol
+from arena.core.task import Task
+from arena.core.settings import tools_for_setting
+from arena.core.tool import TOOLS, Tool
+from arena.core.trajectory import Episode, Step
+
+from .config import RunConfig
+from .limits import EndpointGate, Gate, LimitedAgent, endpoint_of
+from .plugins import call_with_options, load_plugins
+
+
+class EpisodeJob(BaseModel):
+    """One episode to play, by names and indices into the run's config, so it can travel to a worker."""
+
+    key: str
+    dataset: int
+    task_id: str
+    setting: str
+    max_rounds: int
+    repeat: int
+    agent: int
+    seed: int
+    prefix: list[Step] = Field(default_factory=list)
+    prefix_mode: Literal["reuse", "replay"] = "reuse"
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    def prefix_blobs(self) -> list[str]:
+        """Blob ids the prefix's reused observations need."""
+        if self.prefix_mode != "reuse":
+            return []
+        return sorted({b for s in self.prefix if s.observation for b in s.observation.images})
+
+
+def select_tasks(datasets: list[Dataset], config: RunConfig) -> list[tuple[Dataset, Any]]:
+    pairs = [(ds, task) for ds in datasets for task in ds.tasks]
+    if config.task_ids:
+        wanted = set(config.task_ids)
+        pairs = [(ds, t) for ds, t in pairs if t.id in wanted]
+        missing = wanted - {t.id for _, t in pairs}
+        if missing:
+            raise ValueError(f"task id(s) not in the data: {', '.join(sorted(missing))}")
+    for field, wanted in (("level", config.levels), ("category", config.categories), ("suite", config.suites)):
+        if wanted:
+            values = {str(getattr(t, field)) for _, t in pairs}
+            unknown = sorted(set(wanted) - values)
+            if unknown:
+                raise ValueError(f"--{field} {', '.join(unknown)}: no task has it; the tasks' {field} values: "
+                                 f"{', '.join(sorted(values))}")
+            pairs = [(ds, t) for ds, t in pairs if str(getattr(t, field)) in set(wanted)]
+    if config.limit:
+        pairs = pairs[: config.limit]
+    return pairs
+
+
+def build_tools(config: RunConfig) -> dict[str, list[Tool]]:
+    """One instance per tool for the whole run, shared by every setting that names it."""
+    built: dict[str, Tool] = {}
+    per_setting = {}
+    for setting in config.settings:
+        names = tools_for_setting(setting, set(TOOLS))
+        for name in names:
+            if name not in built:
+                built[name] = TOOLS[name](config.tool_options)
+        per_setting[setting] = [built[n] for n in names]
+    return per_setting
+
+
+def apply_original_budget(config: RunConfig) -> None:
+    """Under `--protocol original`: no extra final-answer turn, unless the run's budget asks for one explicitly."""
+    budget = config.budget
+    if "final_answer_turn" not in budget.model_fields_set:
+        budget.final_answer_turn = False
+
+
+class Workbench:
+    """Datasets, agents (wrapped by the endpoint gate) and tools of one run."""
+
+    def __init__(self, config: RunConfig, gate: Gate | None = None):
+        load_plugins()
+        self.config = config
+        self.datasets: list[Dataset] = load_datasets(config.data, config.root, config.fmt,
+                                                     original_only=config.protocol != "arena")
+        if config.corpus:
+            for dataset in self.datasets:
+                dataset.corpus = Path(config.corpus).resolve()
+        if config.protocol is None:
+            config.protocol = default_protocol([bool(d.meta.get("published")) for d in self.datasets])
+        if config.protocol == "arena":
+            refuse_original_only(self.datasets)
+        if config.protocol == "original":
+            apply_original_budget(config)
+            for dataset in self.datasets:
+                rule = ORIGINAL_DATASET_RULES.get(str(dataset.meta.get("format")))
+                if rule is not None:
+                    rule(dataset)
+        self.pairs: list[tuple[Dataset, Task]] = select_tasks(self.datasets, config)
+        self.gate = gate or EndpointGate(config.endpoint_limits)
+        self.agents: list[Agent] = []
+        for choice in config.agent_choices():
+            if choice.agent not in AGENTS:
+                raise ValueError(f"unknown agent {choice.agent!r}; known: {', '.join(sorted(AGENTS))}")
+            options = dict(choice.options)
+            if "pool_size" not in options and "pool_size" in inspect.signature(AGENTS[choice.agent]).parameters:
+                options["pool_size"] = config.concurrency  # connections sized to the episodes in flight
+            agent = call_with_options(AGENTS[choice.agent], options, f"agent {choice.agent!r}")
+            self.agents.append(LimitedAgent(agent, self.gate, endpoint_of(choice.options)))
+        ids = [a.id for a in self.agents]
+        clashes = sorted({i for i in ids if ids.count(i) > 1})
+        if clashes:
+            raise ValueError(f"several agents of the grid have the id {', '.join(clashes)}; give each an "
+                             "`id` option (e.g. --agent-option id=NAME)")
+        self._tools: dict[str, list[Tool]] | None = None
+        self._tasks = {(i, t.id): (d, t) for i, d in enumerate(self.datasets) for t in d.tasks}
+        self._dataset_index = {id(d): i for i, d in enumerate(self.datasets)}
+
+    @property
+    def tools_by_setting(self) -> dict[str, list[Tool]]:
+        """The run's tools, built on first use (after the runner has settled run-dependent options)."""
+        if self._tools is None:
+            self._tools = build_tools(self.config)
+        return self._tools
+
+    def dataset_index(self, dataset: Dataset) -> int:
+        return self._dataset_index[id(dataset)]
+
+    def spec(self, job: EpisodeJob, run_id: str) -> EpisodeSpec:
+        dataset, task = self._tasks[(job.dataset, job.task_id)]
+        budget = self.config.budget.model_copy(update={"max_rounds": job.max_rounds})
+        agent = self.agents[job.agent]
+        rule = ORIGINAL_TURN_RULES.get(task.suite) if self.config.protocol == "original" and agent.text_protocol \
+            else None
+        if rule is not None and "on_invalid" not in self.config.budget.model_fields_set:
+            budget.on_invalid = "stop"  # a turn the published pipeline fails on ends the episode
+        prompting = Prompting(system_prompt=dataset.system_prompt, format_instruction=dataset.format_instruction,
+                              show_budget=self.config.show_budget)
+        return EpisodeSpec(run_id=run_id, task=task, dataset=dataset, agent=self.agents[job.agent],
+                           tools=self.tools_by_setting[job.setting], setting=job.setting, budget=budget,
+                           repeat=job.repeat, seed=job.seed, prompting=prompting, prefix=list(job.prefix),
+                           prefix_mode=job.prefix_mode,
+                           turn_rule=rule)
+
+    async def play(self, job: EpisodeJob, run_id: str, blobs: BlobStore) -> Episode:
+        """Run one job to its Episode; model calls made here are recorded in `meta.model_calls`."""
+        episode = await run_episode(self.spec(job, run_id), blobs)
+        episode.meta.update(job.meta)
+        if job.prefix:
+            episode.meta["model_calls"] = len(episode.steps) - len(job.prefix)
+        return episode
+
+    async def aclose(self) -> None:
+        for agent in self.agents:
+            await agent.aclose()
+        seen: set[int] = set()
+        for tools in (self._tools or {}).values():
+            for tool in tools:
+                if id(tool) not in seen:
+                    seen.add(id(tool))
+                    await tool.aclose()

@@ -1,0 +1,324 @@
+"""Worker processes on one machine (`--workers N`): episodes spread over N processes, the run store written by the
+driver alone.
+
+Each worker is a spawned process with its own event loop and its own `Workbench`, built from the run's config JSON
+(as a Ray worker is). The driver sends it jobs; the worker plays several at once and sends back each episode with
+the blobs it made and its calls.jsonl lines (`arena.runs.ray_backend.play_recorded`); the driver writes those through
+the run writer before the runner appends the episode (`arena.runs.ray_backend.receive`). Everything else stays in the
+driver: resume, judging, progress, stops. A job whose awaiting task is cancelled (a run stopped by --fail-fast or
+--max-cost) is cancelled in its worker. Per-endpoint limits are kept by the driver's gate: a worker asks the driver
+for a slot of a limited endpoint and gives it back after the request.
+
+Messages, all plain tuples over `multiprocessing` queues (the queues' own threads pickle and unpickle them):
+driver -> worker `("play", id, job_json, blobs, resend)` (resend: a fork's recorded request, or None),
+`("cancel", id)`, `("granted", rid)`, `("stored", blob_ids)` (blobs of a finished episode, now in the run's store:
+the worker does not send them again), `None` (stop);
+worker -> driver `("ready", w, pid)`, `("failed", w, message)`, `("done", id, *what play_recorded returns)`,
+`("error", id, message)`, `("acquire", w, rid, endpoint)`, `("release", endpoint)`.
+A worker that dies fails the jobs it held, with its exit code; a worker whose driver died stops by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import itertools
+import multiprocessing
+import os
+import queue
+import sys
+import threading
+import traceback
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+from arena.core.trajectory import Episode
+from arena.endpoints import transcript
+
+from .allocator import keep_freed_memory, startup_frozen
+from .config import RunConfig
+from .limits import EndpointGate
+from .ray_backend import apply_learned, play_recorded, prefix_blobs, receive, shipped_config
+from .store import RunStore
+from .workbench import EpisodeJob, Workbench
+from .writer import RunWriter
+
+START_TIMEOUT = 120.0  # seconds a worker may take to import the arena and build its workbench
+POLL = 0.5  # seconds between checks that the workers are alive
+
+
+class WorkerError(RuntimeError):
+    """A worker process failed to start, died, or could not play a job."""
+
+
+class DriverGate:
+    """Worker side: the Gate interface over the driver's gate (a no-op for endpoints without limits)."""
+
+    def __init__(self, limits: EndpointGate, results: Any, worker: int):
+        self.local, self.results, self.worker = limits, results, worker
+        self.waiting: dict[int, asyncio.Future] = {}
+        self.endpoint_of: dict[int, str | None] = {}  # requests not yet granted
+        self._ids = itertools.count()
+
+    @asynccontextmanager
+    async def slot(self, endpoint: str | None) -> AsyncIterator[None]:
+        if self.local.limit_for(endpoint) is None:
+            yield
+            return
+        rid = next(self._ids)
+        granted = self.waiting[rid] = asyncio.get_running_loop().create_future()
+        self.endpoint_of[rid] = endpoint
+        self.results.put(("acquire", self.worker, rid, endpoint))
+        try:
+            await granted
+        finally:
+            self.waiting.pop(rid, None)
+        try:
+            yield
+        finally:
+            self.results.put(("release", endpoint))
+
+    def grant(self, rid: int) -> None:
+        endpoint = self.endpoint_of.pop(rid, None)
+        waiter = self.waiting.get(rid)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+        else:  # its request was cancelled meanwhile: the slot goes back at once
+            self.results.put(("release", endpoint))
+
+
+def worker_main(config_json: str, run_id: str, jobs: Any, results: Any, worker: int,
+                learned: dict[str, dict[str, Any]]) -> None:
+    """Entry point of a worker process; `learned`: the limits the run has learned so far, by agent id.
+
+    The process ends with `os._exit` once its workbench is closed, its messages are flushed to the driver and the
+    exit handlers have run (`atexit`: logging's flush, multiprocessing's finalizers, which unlink the semaphores a
+    library made here, such as tqdm's lock): the interpreter's teardown (freeing every module, ~0.13 s) is
+    skipped, which every run's end waited for (exit code 0, or 1 after a failure it reported)."""
+    keep_freed_memory()
+    driver, code = os.getppid(), 0
+    try:
+        asyncio.run(_serve(config_json, run_id, jobs, results, worker, learned))
+    except BaseException:
+        code = 1
+        results.put(("failed", worker, traceback.format_exc(limit=8)))
+    finally:
+        end_process(results, os.getppid() == driver, code)
+
+
+def end_process(results: Any, driver_alive: bool, code: int) -> None:
+    """End a worker: its messages flushed into the pipe (only while the driver lives to read them: a dead driver's
+    pipe may stay full for ever, and the worker holds its read end too), the exit handlers run (`atexit`), then
+    `os._exit(code)` without the interpreter's teardown."""
+    results.close()
+    if driver_alive:
+        results.join_thread()  # every message is in the pipe before the process ends
+    else:
+        results.cancel_join_thread()  # else the exit handlers would join the feeder thread, blocked on the pipe
+    atexit._run_exitfuncs()  # what a normal exit runs before the teardown (else: "leaked semaphore" warnings)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker: int,
+                 learned: dict[str, dict[str, Any]]) -> None:
+    loop = asyncio.get_running_loop()
+    config = RunConfig.model_validate_json(config_json)
+    gate = DriverGate(EndpointGate(config.endpoint_limits), results, worker)
+    bench = Workbench(config, gate=gate)
+    apply_learned(bench.agents, learned)
+    inbox: asyncio.Queue = asyncio.Queue()
+
+    driver = os.getppid()
+
+    def forward() -> None:  # a thread: the driver's messages into the event loop, the stop (None) included
+        while True:
+            try:
+                message = jobs.get(timeout=POLL)
+            except queue.Empty:
+                if os.getppid() == driver:
+                    continue
+                message = None  # the driver died (even by SIGKILL): stop rather than linger
+            loop.call_soon_threadsafe(inbox.put_nowait, message)
+            if message is None:
+                return
+    threading.Thread(target=forward, name="arena-worker-jobs", daemon=True).start()
+    results.put(("ready", worker, os.getpid()))
+    running: dict[int, asyncio.Task] = {}
+    stored: set[str] = set()  # blob ids the driver has stored
+
+    async def play(job_id: int, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None) -> None:
+        try:
+            results.put(("done", job_id, *await play_recorded(bench, job_json, run_id, blobs, resend, stored)))
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:
+            results.put(("error", job_id, f"{type(exc).__name__}: {exc}"))
+        finally:
+            running.pop(job_id, None)
+
+    try:
+        with startup_frozen():  # the workbench and modules stay out of full collections while the worker plays
+            while (message := await inbox.get()) is not None:
+                if message[0] == "play":
+                    running[message[1]] = asyncio.ensure_future(play(*message[1:]))
+                elif message[0] == "cancel" and message[1] in running:
+                    running[message[1]].cancel()
+                elif message[0] == "granted":
+                    gate.grant(message[1])
+                elif message[0] == "stored":
+                    stored.update(message[1])
+    finally:
+        for task in running.values():
+            task.cancel()
+        await asyncio.gather(*running.values(), return_exceptions=True)
+        await bench.aclose()
+
+
+class WorkerBackend:
+    """Driver side: N worker processes, jobs to the least loaded one."""
+
+    def __init__(self, config: RunConfig, run_id: str, store: RunStore, writer: RunWriter, gate: EndpointGate,
+                 agents: list[Any]):
+        """`gate` and `agents`: the driver's; the limits agents learn in workers are taken into `agents`."""
+        self.store, self.writer, self.gate, self.agents = store, writer, gate, agents
+        learned = {a.id: a.learned_limits() for a in agents}
+        context = multiprocessing.get_context("spawn")  # no fork of a process with threads and an event loop
+        self.results = context.Queue()
+        self.jobs = [context.Queue() for _ in range(config.workers or 1)]
+        shipped = shipped_config(config)
+        self.procs = [context.Process(target=worker_main, args=(shipped, run_id, jobs, self.results, w, learned),
+                                      daemon=True, name=f"arena-worker-{w}") for w, jobs in enumerate(self.jobs)]
+        self._load = [0] * len(self.procs)
+        self._pending: dict[int, tuple[int, asyncio.Future]] = {}
+        self._ids = itertools.count()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reader: threading.Thread | None = None
+        self._closing = False
+        try:
+            for proc in self.procs:
+                proc.start()
+            self.pids = self._wait_ready()
+        except BaseException:
+            self._stop()
+            raise
+
+    def _wait_ready(self) -> list[int]:
+        pids: dict[int, int] = {}
+        waited = 0.0
+        while len(pids) < len(self.procs):
+            try:
+                message = self.results.get(timeout=POLL)
+            except queue.Empty:
+                waited += POLL
+                dead = [(w, p.exitcode) for w, p in enumerate(self.procs) if w not in pids and not p.is_alive()]
+                if dead:
+                    raise WorkerError(f"worker process {dead[0][0]} exited (exit code {dead[0][1]}) before it was "
+                                      "ready; a script that starts a run with workers must do so under "
+                                      "`if __name__ == '__main__':` (processes are spawned and import the main "
+                                      "module)") from None
+                if waited >= START_TIMEOUT:
+                    raise WorkerError(f"worker processes did not start within {START_TIMEOUT:.0f} s") from None
+                continue
+            if message[0] == "failed":
+                raise WorkerError(f"worker process {message[1]} could not start:\n{message[2]}")
+            pids[message[1]] = message[2]
+        return [pids[w] for w in range(len(self.procs))]
+
+    def _start_reader(self) -> None:
+        if self._reader is None:
+            self._loop = asyncio.get_running_loop()
+            self._reader = threading.Thread(target=self._read, name="arena-worker-results", daemon=True)
+            self._reader.start()
+
+    def _read(self) -> None:
+        """Reader thread: hand each message to the event loop; notice dead workers."""
+        assert self._loop is not None
+        while not self._closing:
+            try:
+                message = self.results.get(timeout=POLL)
+            except queue.Empty:
+                dead = [(w, p.exitcode) for w, p in enumerate(self.procs) if not p.is_alive()]
+                if dead:
+                    self._loop.call_soon_threadsafe(self._fail_dead, dead)
+                continue
+            except (EOFError, OSError):
+                return
+            if message is None:
+                return
+            self._loop.call_soon_threadsafe(self._deliver, message)
+
+    def _deliver(self, message: tuple) -> None:
+        kind = message[0]
+        if kind in ("done", "error"):
+            worker, future = self._pending.pop(message[1], (None, None))
+            if future is not None and not future.done():
+                future.set_result(message)
+        elif kind == "acquire":
+            asyncio.ensure_future(self._grant(*message[1:]))
+        elif kind == "release":
+            self.gate.release(message[1])
+        elif kind == "failed":
+            self._fail_dead([(message[1], f"failed:\n{message[2]}")])
+
+    async def _grant(self, worker: int, rid: int, endpoint: str | None) -> None:
+        await self.gate.acquire(endpoint)
+        self.jobs[worker].put(("granted", rid))
+
+    def _fail_dead(self, dead: list[tuple[int, Any]]) -> None:
+        for job_id, (worker, future) in list(self._pending.items()):
+            for w, code in dead:
+                if worker == w and not future.done():
+                    future.set_exception(WorkerError(f"worker process {w} (pid {self.procs[w].pid}) exited "
+                                                     f"(exit code {code}) while playing an episode"))
+                    self._pending.pop(job_id, None)
+
+    async def play(self, job: EpisodeJob) -> Episode:
+        self._start_reader()
+        blobs = await prefix_blobs(self.store, job)
+        worker = min(range(len(self.procs)), key=lambda i: (self._load[i], i))
+        if not self.procs[worker].is_alive():
+            raise WorkerError(f"worker process {worker} (pid {self.procs[worker].pid}) has exited "
+                              f"(exit code {self.procs[worker].exitcode})")
+        job_id = next(self._ids)
+        future = asyncio.get_running_loop().create_future()
+        self._pending[job_id] = (worker, future)
+        self._load[worker] += 1
+        try:  # the worker counts as loaded until its blobs are confirmed, so a job sent to it comes after the ack
+            try:
+                self.jobs[worker].put(("play", job_id, job.model_dump_json(), blobs, transcript.recorded_request()))
+                message = await future
+            except asyncio.CancelledError:
+                self._pending.pop(job_id, None)
+                self.jobs[worker].put(("cancel", job_id))
+                raise
+            if message[0] == "error":
+                raise WorkerError(f"worker process {worker} could not play episode {job.key}: {message[2]}")
+            episode = await receive(self.store, self.writer, self.agents, *message[2:], f"worker process {worker}")
+            if message[3] and self.procs[worker].is_alive():
+                self.jobs[worker].put(("stored", list(message[3])))
+            return episode
+        finally:
+            self._load[worker] -= 1
+
+    def _stop(self) -> None:
+        self._closing = True
+        for jobs, proc in zip(self.jobs, self.procs):
+            if proc.is_alive():
+                jobs.put(None)
+        for proc in self.procs:
+            if proc.pid is not None:
+                proc.join(timeout=10)
+                if proc.is_alive():
+                    proc.terminate()
+                    proc.join(timeout=5)
+        if self._reader is not None:
+            self.results.put(None)
+            self._reader.join(timeout=5)
+        for q in [*self.jobs, self.results]:
+            q.close()
+            q.cancel_join_thread()
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self._stop)

@@ -1,0 +1,191 @@
+"""The run's one writer: every append, fsync and blob write of a run done in order by one thread, off the event loop.
+
+Contract:
+- One thread, first in first out: a write submitted before another is finished before it starts.
+- `append(path, line)` appends without fsync (calls.jsonl: many lines per episode); the path is remembered as
+  unsynced. `durable(fn, ...)` first fsyncs every unsynced path, then runs `fn` (an episode or verdict append,
+  which fsyncs its own line). So when a durable write's future completes, the record is on disk and so is every
+  line and blob submitted before it: a finished episode is fsynced with its calls before it is counted.
+- Torn tails stay safe: appends go through `arena.core.jsonl.append_line`, which cuts a torn tail first.
+- `settled` awaits a write to its end even if the awaiting task is cancelled meanwhile (a run stopped by
+  --fail-fast or --max-cost cancels episodes; a finished one must still reach the disk), then re-raises the cancel.
+- A fire-and-forget write (`append`, `WriterBlobStore.put`) that fails is kept in `problems` (one message each),
+  which the runner reports with the records it could not write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from arena.core.blobs import BlobStore, content_id
+from arena.core.jsonl import append_line
+from arena.endpoints import transcript
+
+from .file_digests import put_task_file, remembered
+
+T = TypeVar("T")
+
+
+class RunWriter:
+    """A thread with a queue doing the run's file writes (see the module docstring)."""
+
+    def __init__(self, name: str = "arena-run-writer"):
+        self._queue: queue.SimpleQueue[tuple[Future, Callable[..., Any], tuple] | None] = queue.SimpleQueue()
+        self._unsynced: set[Path] = set()
+        self.problems: list[str] = []
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while (item := self._queue.get()) is not None:
+            future, fn, args = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # handed to whoever waits on the future
+                future.set_exception(exc)
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> "Future[T]":
+        """Run `fn(*args)` on the writer thread after everything submitted before."""
+        if not self._thread.is_alive():
+            raise RuntimeError("the run writer is closed")
+        future: Future[T] = Future()
+        self._queue.put((future, fn, args))
+        return future
+
+    def _noted(self, future: Future, what: str) -> None:
+        def note(done: Future) -> None:
+            if not done.cancelled() and done.exception() is not None:
+                exc = done.exception()
+                self.problems.append(f"{what}: {type(exc).__name__}: {exc}")
+        future.add_done_callback(note)
+
+    def append(self, path: Path, line: bytes) -> "Future[int]":
+        """Append one line without fsync (it is fsynced before the next durable write); returns its offset."""
+        path = path if isinstance(path, Path) else Path(path)
+        future = self.submit(self._append, path, line)
+        self._noted(future, f"{path.name} line")
+        return future
+
+    def _append(self, path: Path, line: bytes) -> int:
+        offset = append_line(path, line, fsync=False)
+        self._unsynced.add(path)
+        return offset
+
+    def durable(self, fn: Callable[..., T], *args: Any) -> "Future[T]":
+        """Fsync every unsynced appended file, then run `fn(*args)` (which makes its own write durable)."""
+        return self.submit(self._durable, fn, args)
+
+    def _durable(self, fn: Callable[..., T], args: tuple) -> T:
+        self._sync()
+        return fn(*args)
+
+    def _sync(self) -> None:
+        paths, self._unsynced = sorted(self._unsynced), set()
+        for path in paths:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def flush(self) -> None:
+        """Wait until everything submitted is written, and fsync what was appended without fsync."""
+        self.submit(self._sync).result()
+
+    async def append_durable(self, path: Path, line: bytes) -> None:
+        """Append one line and fsync it (a judge-cache line), awaited from the event loop."""
+        await settled(self.durable(append_line, path, line))
+
+    def blobs(self, blobs_root: Path) -> WriterBlobStore:
+        """The blob store episodes played in this process write through (from threads, never the event loop)."""
+        return WriterBlobStore(blobs_root, self, wait=True)
+
+    def recorder(self, run_dir: Path, blobs_root: Path) -> transcript.TranscriptWriter:
+        """A transcript writer whose calls.jsonl lines and blobs go through this writer."""
+        return transcript.TranscriptWriter(run_dir, WriterBlobStore(blobs_root, self), append=self.append)
+
+    async def drained(self) -> None:
+        """`flush` awaited from the event loop."""
+        await settled(self.submit(self._sync))
+
+    def close(self) -> None:
+        """Flush, then stop the thread (idempotent)."""
+        if self._thread.is_alive():
+            try:
+                self.flush()
+            finally:
+                self._queue.put(None)
+                self._thread.join()
+
+
+async def settled(future: "Future[T]") -> T:
+    """The future's result; a cancel of the awaiting task waits for the write to end, then is re-raised."""
+    wrapped = asyncio.wrap_future(future)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(wrapped)
+            break
+        except asyncio.CancelledError:
+            if wrapped.done():
+                raise
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError()
+    return result
+
+
+class WriterBlobStore(BlobStore):
+    """A run's blob store whose writes go through the run writer: `put` returns the id at once (the write is
+    queued, atomic as ever; nothing is queued for a blob already on disk), reads see blobs still waiting to be
+    written. With `wait`, `put` returns once the blob is on disk (for callers off the event loop that may read it
+    by path, as episodes do from asyncio's threads).
+    `put_file` returns at once for a file already stored under its remembered digest (`arena.runs.file_digests`: the
+    episodes of a task after the first), else waits for the writer: the file is copied by the kernel, and hashed
+    only if its digest is not remembered from an earlier run over it."""
+
+    def __init__(self, root: str | Path, writer: RunWriter, wait: bool = False):
+        super().__init__(root)
+        self.writer, self.wait = writer, wait
+        self._pending: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
+        blob_id = blob_id or content_id(data, ext)
+        if self.path(blob_id).exists():  # stored already (the same crop, another episode): nothing to queue
+            return blob_id
+        if self.wait:
+            return self.writer.submit(self.write, blob_id, data).result()
+        with self._lock:
+            if blob_id in self._pending:
+                return blob_id
+            self._pending[blob_id] = data
+        future = self.writer.submit(self._write, blob_id, data)
+        self.writer._noted(future, f"blob {blob_id}")
+        return blob_id
+
+    def put_file(self, path: str | Path) -> str:
+        where, _, known = remembered(path)  # already stored under its remembered digest: nothing to queue
+        if known is not None and self.path(known).exists():
+            return known
+        return self.writer.submit(put_task_file, self, where).result()
+
+    def _write(self, blob_id: str, data: bytes) -> None:
+        try:
+            self.write(blob_id, data)  # hashed once, by `put`
+        finally:
+            with self._lock:
+                self._pending.pop(blob_id, None)
+
+    def get(self, blob_id: str) -> bytes:
+        with self._lock:
+            data = self._pending.get(blob_id)
+        return data if data is not None else super().get(blob_id)

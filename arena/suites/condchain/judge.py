@@ -1,0 +1,95 @@
+"""`condchain`: MM-CondChain's exact-label scoring, and True-path / False-path accuracy with Path F1.
+
+Published rule (Accio-Lab/MM-CondChain `eval/utils.py` `parse_answer`, `eval/metrics.py`), in our words: the
+predicted label is read from the model's raw final reply (the last turn's text, thinking included): the content
+of the last `\\boxed{...}` with spaces removed ("none", "null", "nan" in any case, or empty, mean "None"); else
+the last whole-word `[A-Z]<digits>` or `None` token; else "None". It must equal the true label exactly (case
+matters). An empty reply is therefore the prediction "None", correct on None-truth items. `no_answer="wrong"`
+keeps the arena's stricter choice: an episode with no answer scores 0.
+
+Metrics per domain and overall (the overall figures pool all items, not an
+average of domains), as percentages rounded to 2 decimals like the original:
+True-path accuracy, False-path accuracy, Path F1 = their harmonic mean (0 when
+both are 0). The path of a task comes from its id (`<id>:true` / `<id>:false`),
+the domain from its category.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from arena.core.blobs import BlobStore
+from arena.core.judge import Judge, register_judge
+from arena.judges.protocols import register_arena_variant
+from arena.suites.condchain.loader import parse_boxed, parse_task_id
+from arena.core.trajectory import Episode
+from arena.core.verdict import Verdict
+
+from arena.judges.metrics import Row, register_suite_metrics, score_of
+
+
+def final_reply(episode: Episode) -> str:
+    """The raw text of the episode's last turn (its answer when the turn kept no text)."""
+    if not episode.steps:
+        return episode.answer or ""
+    last = episode.steps[-1]
+    return last.output or last.answer or ""
+
+
+class CondChainJudge(Judge):
+    id = "condchain"
+    version = "2"
+
+    def __init__(self, no_answer: str = "none"):
+        if no_answer not in ("none", "wrong"):
+            raise ValueError(f"no_answer must be 'none' (published) or 'wrong', got {no_answer!r}")
+        self.no_answer = no_answer
+
+    def describe(self) -> dict[str, Any]:
+        return {"id": self.id, "version": self.version, "no_answer": self.no_answer}
+
+    async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
+        truth = (episode.task.answers or ["None"])[0].strip()
+        if episode.answer is None and self.no_answer == "wrong":
+            return self.verdict(episode, score=0.0, correct=False, extracted=None, rationale="no answer")
+        predicted = parse_boxed(final_reply(episode))
+        correct = predicted == truth
+        return self.verdict(episode, score=float(correct), correct=correct, extracted=predicted,
+                            rationale=f"predicted {predicted}; expected {truth}")
+
+
+@register_judge("condchain")
+def condchain(no_answer: str = "none") -> CondChainJudge:
+    return CondChainJudge(no_answer=no_answer)
+
+
+def path_f1(true_acc: float, false_acc: float) -> float:
+    return 2 * true_acc * false_acc / (true_acc + false_acc) if true_acc + false_acc > 0 else 0.0
+
+
+def _figures(correct: dict[str, list[float]]) -> dict[str, Any]:
+    true_scores, false_scores = correct.get("true", []), correct.get("false", [])
+    true_acc = sum(true_scores) / len(true_scores) if true_scores else 0.0
+    false_acc = sum(false_scores) / len(false_scores) if false_scores else 0.0
+    return {"true_acc": round(100 * true_acc, 2), "false_acc": round(100 * false_acc, 2),
+            "path_f1": round(100 * path_f1(true_acc, false_acc), 2),
+            "true_count": len(true_scores), "false_count": len(false_scores)}
+
+
+@register_suite_metrics("condchain")
+def condchain_metrics(rows: list[Row]) -> dict[str, Any]:
+    """True-path accuracy, False-path accuracy and Path F1, per domain and pooled overall."""
+    per_domain: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    overall: dict[str, list[float]] = defaultdict(list)
+    for episode, verdict in rows:
+        _, path = parse_task_id(episode.task.id)
+        if not path:
+            continue
+        score = score_of(verdict)
+        per_domain[episode.task.category or "unknown"][path].append(score)
+        overall[path].append(score)
+    return {"overall": _figures(overall),
+            "domains": {domain: _figures(scores) for domain, scores in sorted(per_domain.items())}}
+
+register_arena_variant("condchain", no_answer="wrong")  # --protocol arena (README 'Protocols')

@@ -1,0 +1,164 @@
+"""VistaHop's published turn handling, used under `--protocol original`.
+
+Source: ahang0712/vistahop `evaluation/run_vistahop_eval.py` @1d6a961 (`parse_tool_call`, the turn loop of
+`evaluate_tool`, `evaluate_sample`), read and restated here in our own words:
+
+- A turn calls a tool only when the FIRST `<tool_call>` ... `</tool_call>` pair anywhere in its raw text (thinking
+  included, any order with `<answer>`) holds text that parses as JSON. The search is case-sensitive and needs the
+  closing tag: an unclosed `<tool_call>` is no call.
+- Every other turn ends the episode and is scored as the final output: a turn with no call, an empty turn, an
+  unclosed call, a call whose JSON does not parse, and a call whose JSON is empty (`{}`, `[]`, `""`, `0`, `null`).
+- The tool name is the object's `"name"` (missing: the empty name, an unknown tool the model is told about); the
+  arguments are its `"arguments"` only (`"parameters"` is not read; missing: none). The zoom tool takes its box
+  from `bbox_2d`, else `bbox`, and always crops the task image (`img_idx` is not read); a box its crop raises on
+  (inverted, unreadable coordinates: `zoom_crash`) makes the sample fail, scored 0.
+- A JSON value that is not an object, or arguments that are not an object, make the original's sample crash and
+  score 0 on every method; here such a turn is invalid and (under `original`) ends the episode with no answer.
+- The arena's own parse (`arena.core.protocol.parse_response`) differs on purpose; the README lists every difference.
+
+Images (`process_image`, the evaluator's defaults): every image the model sees is smart-resized with factor 32
+between 65,536 and 8,294,400 pixels (the arena's default is Qwen-VL's factor 28 up to 1280·28·28), unless the
+agent is given its own sizes.
+
+Loading (`load_datasets`, `evaluate_sample`): a dataset's scoring methods are its `reward_fn` and
+`unused_reward_fn` together; none is an error, as is a name other than `em_score_mcq` / `llm_score`; every named
+method is computed for every item. The question is the first user message's content when it is a string, else
+empty; an `image` that is not a list gives no image and the item fails (scored 0).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+from typing import Any
+
+from arena.core.dataset import Dataset, DatasetError
+from arena.core.untrusted import json_text_problem
+from arena.core.protocol import MAX_PARSED_CHARS, ParsedAction, split_thinking
+from arena.judges.protocols import register_original_dataset_rule, register_original_turn_rule
+from arena.judges.normalized import TURN_END, extract_answer_published
+
+_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+ZOOM = "image_zoom_in_tool"
+CRASH = "crash"
+
+
+def zoom_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The zoom tool's arguments as the original reads them: the box from `bbox_2d`, else `bbox`; `label`; no
+    `img_idx` (the original always crops the task image)."""
+    box = arguments.get("bbox_2d") or arguments.get("bbox")
+    kept = {"bbox_2d": box} if box is not None else {}
+    return {**kept, **({"label": arguments["label"]} if "label" in arguments else {})}
+
+
+def zoom_crash(arguments: dict[str, Any]) -> str | None:
+    """Why the original's zoom would raise on these arguments (its sample then fails, every method 0), or None.
+
+    The original takes the box from `bbox_2d`, else `bbox`; a box that is empty or not of length 4 is an
+    "invalid bbox" observation (the episode goes on). Otherwise it reads each coordinate as a number (0-1000),
+    raises the left/top edges to 0 and lowers the right/bottom edges to 1000, and crops: the crop raises when a
+    coordinate is not a number or is infinite where it is used, or when the right (bottom) edge lies left of
+    (above) the left (top) one. A box inverted by less than one pixel of the task image is an empty crop in the
+    original, not a failure; the rule here, which does not know the image size, takes every inverted box as a
+    failure."""
+    box = arguments.get("bbox_2d") or arguments.get("bbox")
+    if not box:
+        return None
+    try:
+        if len(box) != 4:
+            return None
+        x1, y1, x2, y2 = (float(c) / 1000.0 for c in box)
+    except (TypeError, ValueError) as exc:
+        return f"the zoom box {box!r} cannot be read as four numbers ({exc})"
+    x1, y1, x2, y2 = max(0, x1), max(0, y1), min(1, x2), min(1, y2)
+    if any(math.isinf(v) for v in (x1, y1, x2, y2)):
+        return f"the zoom box {box!r} has an infinite edge"
+    if x2 < x1 or y2 < y1:
+        return f"the zoom box {box!r} is inverted (right of its left edge / below its top edge reversed)"
+    return None
+
+
+def original_turn(text: str) -> ParsedAction:
+    """Classify one raw model turn as the published VistaHop evaluator does (see the module docstring)."""
+    text = text[:MAX_PARSED_CHARS]
+    reasoning = split_thinking(text)[1]
+    match = _CALL.search(text)
+    note = None
+    if match:
+        body = match.group(1).strip()
+        problem = json_text_problem(body, "the tool call")
+        if problem:  # hostile output: bounded before any parse (the original's parser would crash on it)
+            return ParsedAction("invalid", raw_call=body[:8192], reasoning=reasoning, error=f"{CRASH}: {problem}")
+        try:
+            data = json.loads(body)
+        except json.JSONDecodeError as exc:
+            data, note = None, (f"the tool call is not valid JSON ({exc.msg}); the original pipeline ends the "
+                                "episode here and scores this turn as the final output")
+        except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+            return ParsedAction("invalid", raw_call=body[:8192], reasoning=reasoning, error=f"{CRASH}: {exc}")
+        if data:
+            arguments = data.get("arguments", {}) if isinstance(data, dict) else None
+            if not isinstance(data, dict) or not isinstance(arguments, dict):
+                what = "the tool call" if not isinstance(data, dict) else '"arguments"'
+                return ParsedAction("invalid", raw_call=body, reasoning=reasoning,
+                                    error=f"{CRASH}: {what} is not a JSON object; the original pipeline fails "
+                                          "on this sample and scores it 0")
+            name = data.get("name", "")
+            if name == ZOOM:
+                crash = zoom_crash(arguments)
+                if crash:
+                    return ParsedAction("invalid", tool=ZOOM, raw_call=body, reasoning=reasoning,
+                                        error=f"{CRASH}: {crash}; the original pipeline's crop raises here, the "
+                                              "sample fails and scores 0")
+                arguments = zoom_arguments(arguments)
+            return ParsedAction("tool_call", tool=name if isinstance(name, str) else json.dumps(name),
+                                arguments=arguments, raw_call=body, reasoning=reasoning,
+                                ignored_calls=len(_CALL.findall(text)) - 1)
+        if note is None:
+            note = "the tool call is empty; the original pipeline ends the episode here"
+    answer = extract_answer_published(text + TURN_END)
+    return ParsedAction("answer", answer=answer or None, tagged="<answer>" in text, reasoning=reasoning,
+                        error=note, raw_call=match.group(1).strip() if match else None)
+
+
+METHOD_JUDGES = {"em_score_mcq": "mcq", "llm_score": "llm"}
+# The published evaluator's image processing for the model (its defaults: --factor 32, --min-pixels 65536,
+# --max-pixels 8294400): the task image, crops and thumbnails are smart-resized to these and sent as PNG.
+ORIGINAL_IMAGE_SIZE = (32, 65_536, 8_294_400)
+
+
+def original_items(dataset: Dataset) -> None:
+    """Read the items as the published loader does (question, image; see `loader.original_item_facts`)."""
+    for task in dataset.tasks:
+        task.metadata["image_size"] = list(ORIGINAL_IMAGE_SIZE)
+        facts: dict[str, Any] = task.metadata.get("original") or {}
+        if "question" in facts:
+            task.question = facts["question"]
+        if "unplayable" in facts:
+            task.metadata["unplayable"] = facts["unplayable"]
+
+
+def original_datasets_json(dataset: Dataset) -> None:
+    """A `datasets.json` entry as the published evaluator takes it: refused without scoring methods or with an
+    unknown one; every method of `reward_fn` + `unused_reward_fn` scores every item (`metadata["judges"]`)."""
+    methods = list(dict.fromkeys([*dataset.reward_fn, *dataset.meta.get("unused_reward_fn", [])]))
+    where = f"{dataset.source}: dataset {dataset.name!r}"
+    if not methods:
+        raise DatasetError(f"{where} has no scoring method (reward_fn or unused_reward_fn); the published evaluator "
+                           "refuses such a dataset (--protocol arena scores it with the normalized judge)")
+    unknown = sorted(set(methods) - set(METHOD_JUDGES))
+    if unknown:
+        raise DatasetError(f"{where}: unknown scoring method(s) {', '.join(unknown)} (known: "
+                           f"{', '.join(METHOD_JUDGES)}); the published evaluator refuses them")
+    judges = [METHOD_JUDGES[m] for m in methods]
+    original_items(dataset)
+    for task in dataset.tasks:
+        task.judge = task.judge or judges[0]
+        task.metadata["judges"] = judges
+
+
+register_original_turn_rule("vistahop", original_turn)
+register_original_dataset_rule("vistaarena", original_items)
+register_original_dataset_rule("vistaarena-datasets", original_datasets_json)

@@ -1,0 +1,113 @@
+"""A BM25 index (bm25s) over a corpus directory of JSON-lines documents.
+
+A corpus directory holds `docs.jsonl`, one `{"id", "url", "title", "text"}` per
+line. The index is built in memory on first use (a few thousand pages take well
+under a second) and cached per process and file version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from stat import S_ISREG
+
+import bm25s
+import numpy as np
+
+from arena.core.dataset import DatasetError
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    url: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    document: Document
+    score: float
+    extract: str
+
+
+def _tokens(texts: list[str]) -> list[list[str]]:
+    return bm25s.tokenize(texts, stopwords="en", show_progress=False, return_ids=False)
+
+
+def read_documents(path: Path) -> list[Document]:
+    """Read docs.jsonl; a malformed line is an error naming the file and line."""
+    docs = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                docs.append(Document(id=str(row["id"]), url=str(row.get("url", "")), title=str(row.get("title", "")),
+                                     text=str(row["text"])))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise DatasetError(f"{path}:{lineno}: bad corpus document ({type(exc).__name__}: {exc})") from None
+    return docs
+
+
+class CorpusIndex:
+    """BM25 over title + text; `search` returns hits with an extractive summary of each page."""
+
+    _cache: dict[tuple[int, int, int, int, int], "CorpusIndex"] = {}
+    _lock = threading.Lock()
+
+    def __init__(self, documents: list[Document]):
+        self.documents = documents
+        self._bm25 = bm25s.BM25()
+        self._bm25.index(_tokens([f"{d.title}\n{d.title}\n{d.text}" for d in documents]), show_progress=False)
+
+    @classmethod
+    def for_dir(cls, corpus_dir: Path) -> "CorpusIndex":
+        """The index of `corpus_dir/docs.jsonl`, built once per file version: one `stat` per call, the file known by
+        its device and inode (whatever path or link reaches it), size, and modification and change times."""
+        path = Path(corpus_dir) / "docs.jsonl"
+        try:
+            stat = os.stat(path)
+        except OSError:
+            stat = None
+        if stat is None or not S_ISREG(stat.st_mode):
+            raise DatasetError(f"{corpus_dir}: no docs.jsonl in the corpus directory")
+        key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+        with cls._lock:
+            if key not in cls._cache:
+                cls._cache[key] = cls(read_documents(path))
+            return cls._cache[key]
+
+    def search(self, query: str, k: int = 3, sentences: int = 5) -> list[Hit]:
+        tokens = _tokens([query])
+        if not tokens[0] or not self.documents:
+            return []
+        k = min(k, len(self.documents))
+        # n_threads=0: in this thread (any other number makes bm25s start and join a thread pool at every call)
+        ids, scores = self._bm25.retrieve(tokens, k=k, show_progress=False, n_threads=0)
+        terms = set(tokens[0])
+        hits = []
+        for doc_id, score in zip(ids[0], scores[0]):
+            if score <= 0:
+                continue
+            doc = self.documents[int(doc_id)]
+            hits.append(Hit(doc, float(score), summarize(doc.text, terms, sentences)))
+        return hits
+
+
+def summarize(text: str, terms: set[str], limit: int) -> str:
+    """Extractive summary: the `limit` sentences sharing most query terms (ties: earlier), in page order."""
+    parts = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
+    if len(parts) <= limit:
+        return " ".join(parts)
+    overlap = np.array([len(terms & set(t)) for t in _tokens(parts)])
+    chosen = sorted(np.argsort(-overlap, kind="stable")[:limit].tolist())
+    return " ".join(parts[i] for i in chosen)

@@ -1,5 +1,0 @@
-"""Judges and metric aggregators; importing the package registers them all."""
-
-from arena.discovery import import_submodules
-
-import_submodules(__name__)

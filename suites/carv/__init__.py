@@ -1,5 +1,0 @@
-"""CARV: the loader, the carv-mini world and the caption-parser / LLM judges (Table 2 cells)."""
-
-from arena.discovery import import_submodules
-
-import_submodules(__name__)

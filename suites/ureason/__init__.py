@@ -1,5 +1,0 @@
-"""UReason: the loader, the ureason-mini world, the judges and the image-generation agent of the three settings."""
-
-from arena.discovery import import_submodules
-
-import_submodules(__name__)

@@ -1,5 +1,0 @@
-"""The arena's tools, one module each; importing the package registers them all."""
-
-from arena.discovery import import_submodules
-
-import_submodules(__name__)

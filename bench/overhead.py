@@ -57,7 +57,7 @@ from tests.support.tiny_dataset import write_tiny_dataset  # noqa: E402
 
 def dataset(path: Path, n_items: int, with_photo: bool = False) -> Path:
     """The tiny dataset with `n_items` tasks (the 3000x2000 photo as its image with `with_photo`), 2.1 s old when
-    returned: a run remembers a task file's digest only once it has settled (`arena.runs.file_digests.RACY_NS`), as the
+    returned: a run remembers a task file's digest only once it has settled (`arena.store.file_digests.RACY_NS`), as the
     files of any dataset read by a run are, so a benchmark over files seconds old would hash them at every use."""
     data = write_tiny_dataset(path, n_items=n_items)
     if with_photo:

@@ -7,7 +7,7 @@
    the enlarged grid (repeats x k), so the run is complete: `arena resume` must run nothing. The episode index
    that the store's appends keep is rebuilt once (its time is reported as `index_rebuild_s`), and summary.json
    is written as the runner writes it at the end of a run (the base run's judges, protocol and warnings; the
-   figures recomputed from the enlarged run by `arena.runs.scan`), so the run looks finished to `arena resume`.
+   figures recomputed from the enlarged run by `arena.store.scan`), so the run looks finished to `arena resume`.
 3. Measures, each command in its own process (peak RSS from the kernel, `ru_maxrss` of the child):
    `arena view` (seconds, peak RSS, bytes written), `arena summary`, `arena resume`; then opens the viewer
    from file:// in Chromium: seconds until rows are drawn, until an episode opens (steps drawn), until a
@@ -102,7 +102,7 @@ def repeat_run(base: Path, target: Path, episodes: int) -> Path:
 
 def build_index(run_dir: Path) -> float:
     """Write the episode index a real run's appends would have written; returns the seconds a rebuild takes."""
-    from arena.runs.run_index import EpisodeIndex
+    from arena.store.run_index import EpisodeIndex
 
     started = time.perf_counter()
     EpisodeIndex.rebuild(run_dir / "episodes.jsonl")
@@ -110,9 +110,10 @@ def build_index(run_dir: Path) -> float:
 
 
 def write_summary(run_dir: Path, base: Path) -> None:
-    """summary.json of the enlarged run, as the runner's last step writes it (figures from `arena.runs.scan`)."""
-    from arena.runs.scan import model_call_counts_scan, scan_run, summarize_scan
-    from arena.runs.store import RunStore
+    """summary.json of the enlarged run, as the runner's last step writes it (figures from `arena.store.scan`)."""
+    from arena.judges.run_summary import summarize_scan
+    from arena.store.scan import model_call_counts_scan, scan_run
+    from arena.store.store import RunStore
 
     store = RunStore(run_dir)
     previous = json.loads((base / "summary.json").read_text())

@@ -8,7 +8,7 @@ from arena.runs.plugins import load_plugins
 from tests.support.tiny_dataset import write_tiny_dataset
 
 load_plugins()
-# the digests of task files that runs remember (`arena.runs.file_digests`) go to a directory of this session, not to the
+# the digests of task files that runs remember (`arena.store.file_digests`) go to a directory of this session, not to the
 # user's ~/.cache (the CLI's subprocesses inherit it)
 os.environ.setdefault("ARENA_CACHE_DIR", tempfile.mkdtemp(prefix="arena-test-cache-"))
 

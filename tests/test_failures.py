@@ -12,8 +12,8 @@ from arena.runs.config import RunConfig
 from arena.judges.metrics import AUTO
 from arena.runs.failures import LABELS, classify, coverage, failure_counts, failure_groups, taxonomy, verdict_records
 from arena.runs.runner import run
-from arena.runs.scan import scan_run
-from arena.runs.store import RunStore
+from arena.store.scan import scan_run
+from arena.store.store import RunStore
 
 ALL_TOOLS = ["text_search_tool", "image_search_tool", "image_zoom_in_tool"]
 

@@ -1,4 +1,4 @@
-"""Task files stored in a run under the digest remembered from an earlier run (`arena.runs.file_digests`): not hashed
+"""Task files stored in a run under the digest remembered from an earlier run (`arena.store.file_digests`): not hashed
 again while their stat signature holds, hashed again when it does not, never stored under a stale name."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from arena.core.blobs import BlobStore
-from arena.runs import file_digests
+from arena.store import file_digests
 from arena.runs.config import RunConfig
 from arena.runs.runner import run
 from tests.support.openai_server import OpenAIStub

@@ -20,7 +20,7 @@ from arena.runs.config import AgentChoice, RunConfig
 from arena.runs.fork import fork_config
 from arena.runs.rundata import load_run
 from arena.runs.runner import run
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 
 SOURCE = [{"tool": "image_zoom_in_tool", "arguments": {"bbox_2d": [700, 50, 1000, 250], "label": "sign"}},
           {"text": "<tool_call>not json</tool_call>"},

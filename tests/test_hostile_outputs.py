@@ -9,9 +9,9 @@ import pytest
 from arena.core.protocol import parse_response
 from arena.core.untrusted import MAX_JSON_DEPTH, json_text_problem
 from arena.runs.config import RunConfig
-from arena.runs.reduce import record_line
+from arena.store.reduce import record_line
 from arena.runs.runner import run
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.tiny_dataset import write_tiny_dataset
 

@@ -14,10 +14,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "arena"
 # the longest matching prefix decides a module's layer; `arena` itself only re-exports the core
-LAYER = {"arena": 0, "arena.core": 0, "arena.endpoints": 1, "arena.tools": 2, "arena.agents": 2,
+LAYER = {"arena": 0, "arena.core": 0, "arena.endpoints": 1, "arena.store": 1, "arena.tools": 2, "arena.agents": 2,
          "arena.judges": 2, "arena.suites": 3, "arena.runs": 4, "arena.runs.cli": 5}
 MIDDLE = 2
-CORE_LINE_LIMIT = 2000
+CORE_MODULE_LINE_LIMIT = 400
+"""The largest core module (episode.py, the episode loop, is ~320 lines). A cap on the core's total once decided
+where code went (records the run directory needed were kept out of the core to stay under it); what matters is
+that each core concept stays readable in one sitting, so the cap is per module."""
 
 
 def module_name(path: Path) -> str:
@@ -116,10 +119,11 @@ def test_the_cycle_finder_finds_cycles():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_core_is_small_and_names_no_tool_or_suite():
+def test_core_modules_are_readable_in_one_sitting_and_name_no_tool_or_suite():
     files = sorted((PACKAGE / "core").rglob("*.py"))
-    lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in files)
-    assert lines <= CORE_LINE_LIMIT, f"arena/core/ holds {lines} lines (limit {CORE_LINE_LIMIT})"
+    long = sorted(f"{p.relative_to(ROOT)}: {n} lines" for p in files
+                  if (n := len(p.read_text(encoding="utf-8").splitlines())) > CORE_MODULE_LINE_LIMIT)
+    assert not long, f"core modules over {CORE_MODULE_LINE_LIMIT} lines:\n" + "\n".join(long)
     names = ["image_zoom_in_tool", "text_search_tool", "image_search_tool", "vistahop", "condchain", "mmir",
              "carv", "ureason", "browser"]
     mentions = sorted(f"{p.relative_to(ROOT)}: {name}" for p in files for name in names

@@ -5,7 +5,7 @@ import json
 from arena.judges.metrics import summarize
 from arena.runs.config import RunConfig
 from arena.runs.runner import run
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 from tests.support.openai_server import OpenAIStub
 from tests.support.qwen_script import respond
 

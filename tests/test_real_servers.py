@@ -15,7 +15,7 @@ from arena.endpoints.client import Endpoint, EndpointConfig, RejectedError, Tran
 from arena.core.task import TaskRef
 from arena.core.trajectory import Episode
 from arena.judges.llm import llm
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 from tests.support.openai_server import Reply, completion_body
 from tests.support.real_server import RealServer, Rules
 from tests.support.tiny_dataset import write_tiny_dataset

@@ -12,7 +12,7 @@ from arena.runs.cli.main import app
 from arena.runs.config import RunConfig
 from arena.runs.rejudge import agreement, cohen_kappa, rejudge
 from arena.runs.runner import run
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 from tests.support.openai_server import OpenAIStub, Reply
 
 T, F = True, False

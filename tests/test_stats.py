@@ -19,7 +19,7 @@ from arena.judges.stats import bootstrap_ci, majority_at_k, mcnemar_exact, pass_
 from arena.runs.analysis import episode_rows, load_run_frames
 from arena.runs.cli.main import app
 from arena.runs.rundata import load_run
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 from tests.support.tiny_dataset import write_tiny_dataset
 
 runner = CliRunner()

@@ -5,7 +5,7 @@ import pytest
 from arena.core.budget import Budget
 from arena.core.task import TaskRef
 from arena.core.trajectory import Episode
-from arena.runs.store import RunStore, RunStoreError, repair_torn_tail
+from arena.store.store import RunStore, RunStoreError, repair_torn_tail
 
 
 def make_episode(i, key, reason="answered"):

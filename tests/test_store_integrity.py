@@ -24,11 +24,11 @@ from arena.judges.llm import JudgeCache
 from arena.judges.metrics import summarize
 from arena.runs.cli.main import app
 from arena.runs.config import RunConfig
-from arena.runs.lock import RunLock, RunLockedError
-from arena.runs.run_index import INDEX_NAME, EpisodeIndex
+from arena.store.lock import RunLock, RunLockedError
+from arena.store.run_index import INDEX_NAME, EpisodeIndex
 from arena.runs.runner import run
-from arena.runs.scan import summarize_store
-from arena.runs.store import RunStore
+from arena.judges.run_summary import summarize_store
+from arena.store.store import RunStore
 from arena.suites.mmir.world import build as build_mmir
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.tiny_dataset import write_tiny_dataset

@@ -14,7 +14,7 @@ from arena.runs.prefix import model_call_counts
 from arena.runs.report import build_report, sweep_tables
 from arena.runs.rundata import load_run
 from arena.runs.runner import run
-from arena.runs.store import RunStoreError
+from arena.store.store import RunStoreError
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.test_sweep_support import NEEDS, ConcurrencyProbe, comparable, policy, policy_config, write_sweep_dataset
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from arena.runs.runner import run
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 from tests.support.openai_server import OpenAIStub
 from tests.test_sweep_support import policy, policy_config, timeless, write_sweep_dataset
 

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from arena.endpoints.transcript import read_calls
+from arena.store.calls import read_calls
 from arena.runs.config import RunConfig
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 from tests.support.openai_server import Reply, last_user_text
 from tests.support.tiny_dataset import write_tiny_dataset
 

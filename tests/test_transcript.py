@@ -9,14 +9,14 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.core.blobs import BlobStore
-from arena.endpoints.transcript import TranscriptWriter
+from arena.store.calls import TranscriptWriter
 from arena.runs.cli.main import app
 from arena.runs.config import AgentChoice, RunConfig
 from arena.runs.fork import fork_config
 from arena.runs.replay import calls_by_step
 from arena.runs.rundata import load_run
 from arena.runs.runner import run
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 from tests.support.openai_server import OpenAIStub, Reply
 
 BOXES = [[0, 0, 500, 500], [500, 0, 1000, 500], [0, 500, 500, 1000], [500, 500, 1000, 1000], [250, 250, 750, 750]]
@@ -152,7 +152,7 @@ def test_judging_a_finished_run_again_records_its_calls(tiny_data, tmp_path):
 
 
 def test_a_call_line_cut_by_a_kill_is_dropped_when_the_run_is_reopened(tiny_data, tmp_path):
-    from arena.runs.store import RunStore
+    from arena.store.store import RunStore
 
     with OpenAIStub(crop_agent(False)) as server:
         result = run(RunConfig(data=str(tiny_data), agent="openai", out=str(tmp_path / "logs"), task_ids=["q2"],
@@ -320,15 +320,16 @@ def test_images_recorded_from_the_payloads_of_their_parts_are_what_decoding_the_
     recorder stores those without decoding any URL, and the run's requests and blobs are byte for byte those of a
     run that decodes the URLs (no payload found), or that reads its parts back out of their bytes."""
     import arena.endpoints.transcript as transcript_module
+    import arena.store.calls as calls_module
     from arena.core import context_image
 
     decoded: list[int] = []
-    real = transcript_module.base64.b64decode
+    real = calls_module.base64.b64decode
 
     def spy(data, *args, **kwargs):
         decoded.append(len(data))
         return real(data, *args, **kwargs)
-    monkeypatch.setattr(transcript_module.base64, "b64decode", spy)
+    monkeypatch.setattr(calls_module.base64, "b64decode", spy)
 
     def one_run(name: str) -> tuple[list[bytes], dict[str, bytes]]:
         monkeypatch.setattr(context_image, "MODEL_PNGS", context_image.LRU(256, 256 << 20, len))  # encoded again
@@ -357,10 +358,11 @@ def test_runs_in_one_process_store_the_images_of_shared_parts_without_decoding_t
     image parts: a run without transcript and then two recording runs over the same task decode no data URL (a
     payload travels with its part, not with one recorder), and the recording runs store the same blobs."""
     import arena.endpoints.transcript as transcript_module
+    import arena.store.calls as calls_module
 
     decoded: list[int] = []
-    real = transcript_module.base64.b64decode
-    monkeypatch.setattr(transcript_module.base64, "b64decode",
+    real = calls_module.base64.b64decode
+    monkeypatch.setattr(calls_module.base64, "b64decode",
                         lambda data, *args, **kwargs: decoded.append(len(data)) or real(data, *args, **kwargs))
     blobs = []
     for run_id in ("unrecorded", "first", "second"):
@@ -430,6 +432,7 @@ def test_episodes_showing_one_image_share_one_serialised_part(tiny_data, tmp_pat
     """Two tasks with the same task image: its part is serialised once for both episodes (and once for a second
     run in the process); the requests are byte for byte those of a run that serialises it per episode."""
     import arena.endpoints.transcript as transcript_module
+    import arena.store.calls as calls_module
     from arena.core import context_image
 
     made: list[int] = []
@@ -496,6 +499,7 @@ def test_episodes_awaiting_one_image_together_base64_encode_it_once(tiny_data, t
     moments: every image is base64-encoded for its data URL once, not once per episode that was waiting for it."""
     import arena.agents.openai_agent as agent_module
     import arena.endpoints.transcript as transcript_module
+    import arena.store.calls as calls_module
     from arena.core import context_image
 
     encoded: list[bytes] = []

@@ -17,6 +17,7 @@ from arena.core.blobs import BlobStore
 from arena.core.dataset import load_datasets
 from arena.core.trajectory import Episode
 from arena.endpoints import transcript
+from arena.store.calls import TranscriptWriter, read_calls
 from arena.judges.llm import llm
 from arena.suites.carv.judge import carv_llm
 from arena.suites.carv.loader import NO_RESULT
@@ -69,7 +70,7 @@ REFUSAL = "The model `judge` does not exist."
 
 def score_recorded(tmp_path: Path, name: str, respond) -> tuple[list[dict], list[tuple[bytes, int, bytes]], Any]:
     blobs = BlobStore(tmp_path / "blobs")
-    writer = transcript.TranscriptWriter(tmp_path, blobs)
+    writer = TranscriptWriter(tmp_path, blobs)
 
     async def scenario(base_url: str):
         judge, episode = CASES[name][0](tmp_path, blobs, base_url)
@@ -83,7 +84,7 @@ def score_recorded(tmp_path: Path, name: str, respond) -> tuple[list[dict], list
     with OpenAIStub(respond) as server:
         episode, verdict = asyncio.run(scenario(server.base_url))
         exchanges = list(server.exchanges)
-    return transcript.read_calls(tmp_path, episode.key), exchanges, verdict
+    return read_calls(tmp_path, episode.key), exchanges, verdict
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

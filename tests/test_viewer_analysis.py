@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from arena.core.world import WORLD_BUILDERS
-from arena.endpoints.transcript import read_calls
+from arena.store.calls import read_calls
 from arena.runs.config import RunConfig
 from arena.runs.plugins import load_plugins
 from arena.runs.rundata import load_run

@@ -16,13 +16,13 @@ import pytest
 
 from typer.testing import CliRunner
 
-from arena.endpoints.transcript import read_calls
+from arena.store.calls import read_calls
 from arena.runs.cli.main import app
 from arena.runs.config import AgentChoice, RunConfig
 from arena.runs.fork import fork_config
 from arena.runs.rundata import load_run
 from arena.runs.runner import run
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 from arena.runs.workers import WorkerBackend, WorkerError, worker_main
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.real_server import RealServer, Rules

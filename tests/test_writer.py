@@ -17,11 +17,11 @@ import pytest
 from arena.core import blobs
 from arena.core.blobs import BlobStore
 from arena.core.jsonl import append_line
-from arena.runs import file_digests
+from arena.store import file_digests
 from arena.runs.config import RunConfig
 from arena.runs.ray_backend import MemoryBlobStore
 from arena.runs.runner import run
-from arena.runs.writer import RunWriter, WriterBlobStore, settled
+from arena.store.writer import RunWriter, WriterBlobStore, settled
 from tests.support.openai_server import OpenAIStub, Reply
 
 
@@ -145,7 +145,7 @@ def test_a_task_file_is_copied_once_per_run_hashed_once_and_stored_as_its_bytes(
     assert len(hashed) == 2 and hashed[0] == f"copy {photo}"
     assert Path(hashed[1]).parent == tmp_path / "run1" / "blobs"  # what is hashed is the copy made
     again = WriterBlobStore(tmp_path / "run2" / "blobs", writer).put_file(photo)  # another run: one copy, and no
-    assert again == first and hashed[2:] == [f"copy {photo}"]  # hashing while the file holds (arena.runs.file_digests)
+    assert again == first and hashed[2:] == [f"copy {photo}"]  # hashing while the file holds (arena.store.file_digests)
     assert BlobStore(tmp_path / "run2" / "blobs").get(first) == photo.read_bytes()
     scene(64, 49).save(photo, format="PNG")  # rewritten: a new size and mtime, stored again under its new hash
     changed = BlobStore(tmp_path / "run1" / "blobs").put_file(photo)

@@ -76,7 +76,7 @@ class BlobStore:
 
     def put_file(self, path: str | Path) -> str:
         """Store a file, named by the hash of the copy made. (A run's store remembers files' digests across uses and
-        runs: `arena.runs.file_digests`.)"""
+        runs: `arena.store.file_digests`.)"""
         return self.write(None, Path(path), file_ext(path))
 
     def get(self, blob_id: str) -> bytes:

@@ -125,3 +125,6 @@ class Episode(BaseModel):
     totals: Totals = Field(default_factory=Totals)
     started_at: str = ""
     meta: dict[str, Any] = Field(default_factory=dict)
+    format: int = 1
+    """The run-directory format the record was written in (set by the store: `arena.store.records.FORMAT_VERSION`);
+    records from before the format was versioned read as 1."""

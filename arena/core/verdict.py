@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -30,3 +30,13 @@ class Verdict(BaseModel):
     supported: Literal["yes", "no", "unknown"] | None = None
     support_reason: str | None = None
     usage: Usage | None = None  # tokens of the judge's own calls (None: none made or none reported)
+
+
+AUTO = "auto"
+"""The judge name meaning "each task's own judge" (a task without one: `normalized`)."""
+
+
+def judge_for_task(task: Any, judge: str) -> str:
+    """The judge whose verdict counts for a task (anything with a `judge` attribute): `judge`, or with "auto" the
+    task's own (default normalized)."""
+    return (task.judge or "normalized") if judge == AUTO else judge

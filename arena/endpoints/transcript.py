@@ -1,4 +1,7 @@
-"""Every model call kept exactly as sent and received, without repetition (`<run>/calls.jsonl`).
+"""Every model call kept exactly as sent and received, without repetition: the recording side (scopes).
+
+The HTTP layer records into a `CallSink` (a small protocol below); the run directory provides the sink that writes
+`<run>/calls.jsonl` and reads it back (`arena.store.calls`: the line format, `TranscriptWriter`, `read_calls`).
 
 A call is recorded by `Endpoint` when a `scope` is open in the calling task (the runner opens one per episode,
 role `agent`, and one per judging, role `judge`): once it was answered (a retried request once, as the attempt
@@ -26,107 +29,32 @@ another process ships it with the job (`recorded_request`) and opens its scope t
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import contextvars
 import re
 import secrets
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator, Literal
+from typing import Any, Hashable, Iterator, Literal, Protocol
 
 import httpx
 import orjson
 
-from arena.core.blobs import BlobStore
 from arena.core.context_image import LRU
-from arena.core.jsonl import append_line
 
-CALLS_FILE = "calls.jsonl"
 Role = Literal["agent", "judge"]
-IMAGE_CACHE = 32  # data URLs remembered (the same task image goes out in every episode of it)
-_MIME_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif"}
 
 
-class TranscriptWriter:
-    """Appends compact call records to `<run_dir>/calls.jsonl`; bytes go to the run's blob store.
+class CallSink(Protocol):
+    """Where a scope's calls go (the run directory's `arena.store.calls.TranscriptWriter`): `compact_message` gives
+    a message as stored (`payloads`: content index -> the `serialised_part` whose bytes its data URL encodes),
+    `json_ref` a value stored once by reference, `write` appends one call record."""
 
-    `append(path, line)` does the appending (default: `arena.core.jsonl.append_line` without fsync, here and now);
-    the runner passes its writer's, which appends off the event loop and fsyncs before the episode is stored."""
+    def compact_message(self, message: Any, payloads: "dict[int, _Part] | None" = None) -> Any: ...
 
-    def __init__(self, run_dir: str | Path, blobs: BlobStore,
-                 append: Callable[[Path, bytes], Any] | None = None):
-        self.path = Path(run_dir) / CALLS_FILE
-        self.blobs = blobs
-        self.append = append or (lambda path, line: append_line(path, line, fsync=False))
-        self._json_ids: dict[bytes, str] = {}
-        self._images: OrderedDict[str, Any] = OrderedDict()
+    def json_ref(self, value: Any) -> dict[str, str]: ...
 
-    def json_ref(self, value: Any) -> dict[str, str]:
-        data = orjson.dumps(value)
-        blob_id = self._json_ids.get(data)
-        if blob_id is None:
-            blob_id = self._json_ids[data] = self.blobs.put(data, "json")
-        return {"$json": blob_id}
-
-    def image_ref(self, url: str) -> Any:
-        ref = self._images.get(url)
-        if ref is None:
-            ref = self._images[url] = self._image_ref(url)
-            if len(self._images) > IMAGE_CACHE:
-                self._images.popitem(last=False)
-        else:
-            self._images.move_to_end(url)
-        return ref
-
-    def _image_ref(self, url: str) -> Any:
-        head, sep, b64 = url.partition(",")
-        if not (sep and url.startswith("data:") and head.endswith(";base64")):
-            return url
-        try:
-            raw = base64.b64decode(b64, validate=True)
-        except (binascii.Error, ValueError):
-            return url
-        # strict decoding (validate=True) leaves one way to differ from the canonical text: nonzero spare bits
-        # in the last group, so re-encoding that group is enough (not the whole image: ~2 ms per MB)
-        if base64.b64encode(raw[len(raw) - (len(raw) % 3 or 3):]).decode("ascii") != b64[-4:]:
-            return url  # not canonical: keep the text as sent
-        ext = _MIME_EXT.get(head[5:-7], "bin")
-        return {"$image": self.blobs.put(raw, ext), "prefix": head + ","}
-
-    def payload_ref(self, part: "_Part", url: str) -> dict[str, str]:
-        """The stored form of `url`, a data URL made from `part.payload` (`serialised_part`): the payload stored as
-        it is (hashed once per process), nothing decoded."""
-        head = url[:url.index(",") + 1]
-        assert part.payload is not None
-        part.blob_id = self.blobs.put(part.payload, _MIME_EXT.get(head[5:-8], "bin"), blob_id=part.blob_id)
-        return {"$image": part.blob_id, "prefix": head}
-
-    def compact_message(self, message: Any, payloads: dict[int, "_Part"] | None = None) -> Any:
-        """`message` as stored: a system message as a JSON blob, image data URLs as blobs (`payloads`: the parts,
-        by index in the content, that carry the bytes their URL encodes)."""
-        if not isinstance(message, dict):
-            return message
-        if message.get("role") == "system":
-            return self.json_ref(message)
-        content = message.get("content")
-        if not isinstance(content, list):
-            return message
-        parts = []
-        for i, part in enumerate(content):
-            image = part.get("image_url") if isinstance(part, dict) else None
-            if isinstance(image, dict) and isinstance(image.get("url"), str):
-                known = payloads.get(i) if payloads else None
-                ref = self.payload_ref(known, image["url"]) if known is not None else self.image_ref(image["url"])
-                part = {**part, "image_url": {**image, "url": ref}}
-            parts.append(part)
-        return {**message, "content": parts}
-
-    def write(self, record: dict[str, Any]) -> None:
-        self.append(self.path, orjson.dumps(record) + b"\n")
+    def write(self, record: dict[str, Any]) -> None: ...
 
 
 @dataclass
@@ -140,7 +68,7 @@ class Resend:
 
 @dataclass
 class Scope:
-    writer: TranscriptWriter | None
+    writer: CallSink | None
     episode: str
     role: Role
     resend: Resend | None = None
@@ -153,7 +81,7 @@ _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_tra
 
 
 @contextlib.contextmanager
-def scope(writer: TranscriptWriter | None, episode: str, role: Role,
+def scope(writer: CallSink | None, episode: str, role: Role,
           resend: dict[str, Any] | None = None) -> Iterator[None]:
     """Record the model calls made in this task (and the tasks it starts) under `episode` and `role`; nothing is
     recorded when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says."""
@@ -433,47 +361,3 @@ def _plain(message: Any) -> Any:
     return plain
 
 
-def _expand(value: Any, blobs: BlobStore) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"$json"}:
-            return orjson.loads(blobs.get(value["$json"]))
-        if set(value) == {"$image", "prefix"}:
-            return value["prefix"] + base64.b64encode(blobs.get(value["$image"])).decode("ascii")
-        return {k: _expand(v, blobs) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_expand(v, blobs) for v in value]
-    return value
-
-
-def read_calls(run_dir: str | Path, episode: str) -> list[dict[str, Any]]:
-    """The calls of `episode` (the agent calls of its latest try and the calls of every judging, in the order
-    made), each `{"round", "role", "request", "response"}` (plus `"status"` and `"error"` for a failed call)
-    with the exact request body rebuilt (messages in their sent order, images as their data URLs)."""
-    run_dir = Path(run_dir)
-    path, blobs = run_dir / CALLS_FILE, BlobStore(run_dir / "blobs")
-    if not path.is_file():
-        return []
-    lines = []
-    with path.open("rb") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.endswith(b"\n"):
-                break  # a line cut short by a kill
-            try:
-                item = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not JSON ({exc})") from None
-            if item.get("episode") == episode:
-                lines.append(item)
-    latest = [item["sid"] for item in lines if item["role"] == "agent"][-1:]
-    calls, previous = [], {}
-    for item in lines:
-        if item["role"] == "agent" and [item["sid"]] != latest:
-            continue
-        kept = previous.get(item["sid"], [])[: item["keep"]]
-        messages = kept + _expand(item["add"], blobs)
-        previous[item["sid"]] = messages
-        request = _expand(item["request"], blobs)
-        request = {"model": request.pop("model", None), "messages": messages, **request}
-        call = {"round": item["round"], "role": item["role"], "request": request, "response": item["response"]}
-        calls.append(call | {k: item[k] for k in ("status", "error") if k in item})
-    return calls

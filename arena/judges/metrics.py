@@ -9,7 +9,7 @@ assessed), finish reasons, invalid and ignored calls, tokens and seconds. Suites
 their own figures (Path F1, per-source accuracy, ...) through `register_suite_metrics`.
 
 Each figure is computed in one place, from a group's columns (`COLUMNS`): `summarize` builds them from
-records, `arena.runs.scan` from the episode index without parsing trajectories. Suites' own metrics get whole
+records, `arena.store.scan` from the episode index without parsing trajectories. Suites' own metrics get whole
 (Episode, Verdict) records, since they look inside trajectories.
 """
 
@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable
 
 from arena.core.discovery import registering
 from arena.core.trajectory import Episode
-from arena.core.verdict import Verdict
+from arena.core.verdict import AUTO, Verdict, judge_for_task  # noqa: F401 (AUTO re-exported)
 
 from .normalized import normalize_answer
 from .stats import bootstrap_ci, ks_for, majority_at_k, pass_at_k
@@ -38,14 +38,6 @@ def register_suite_metrics(suite: str):
 
 def score_of(verdict: Verdict | None) -> float:
     return verdict.score if verdict is not None and verdict.error is None else 0.0
-
-
-AUTO = "auto"
-
-
-def judge_for_task(task: Any, judge: str) -> str:
-    """The judge whose verdict counts for a task: `judge`, or with "auto" the task's own (default normalized)."""
-    return (task.judge or "normalized") if judge == AUTO else judge
 
 
 def judge_for(episode: Episode, judge: str) -> str:
@@ -79,7 +71,7 @@ EPISODE_COLUMNS = ("task_id", "repeat", "level", "category", "finish", "answer",
                    "completion_tokens", "seconds")
 """Per-episode columns: the task's id, level and category; repeat; finish reason; answer; totals (tool calls,
 calls per tool, rounds, invalid and ignored calls, prompt and completion tokens (None read as 0), seconds); the
-episode's tools; its budget (max rounds, max calls per round). Names as in `arena.runs.run_index.Entry`."""
+episode's tools; its budget (max rounds, max calls per round). Names as in `arena.store.run_index.Entry`."""
 VERDICT_COLUMNS = ("judged", "score", "correct", "judge_error", "supported", "extracted")
 """Per-episode columns of the verdict that counts: whether there is one; the score counted (0 without a verdict
 or when the judge failed); correct (a verdict without error that says so); the judge's error; the evidence

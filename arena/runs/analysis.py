@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 from arena.judges.metrics import judge_for_task
 
 from .rundata import RunData, load_run
-from .scan import TaskJudge
+from arena.store.scan import TaskJudge
 
 
 @dataclass
@@ -48,7 +48,7 @@ class RunFrames:
 
 def episode_rows(run: RunData) -> list[dict[str, Any]]:
     """One flat dict per episode (see the module docstring for the columns): one pass over the episode records
-    (orjson, each dropped once its row is made) beside the run's columns (`arena.runs.scan`: index and verdicts)."""
+    (orjson, each dropped once its row is made) beside the run's columns (`arena.store.scan`: index and verdicts)."""
     scan = run.scan
     c = scan.cols
     chosen = scan.chosen(run.judge)

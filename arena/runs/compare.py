@@ -57,7 +57,7 @@ Outcome = tuple[float, bool]
 
 
 def _groups(run: RunData) -> dict[tuple[str, int], dict[str, dict[int, Outcome]]]:
-    """(setting, N) -> task id -> repeat -> outcome, from the run's columns (`arena.runs.scan`; no trajectory is
+    """(setting, N) -> task id -> repeat -> outcome, from the run's columns (`arena.store.scan`; no trajectory is
     parsed); several agents in one group are kept apart by their agent name in the setting label."""
     out: dict[tuple[str, int], dict[str, dict[int, Outcome]]] = defaultdict(lambda: defaultdict(dict))
     c = run.scan.cols

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from arena.core.budget import Budget
+from arena.store.migrate import fingerprint_fields
 from arena.endpoints.redact import redact_text
 from arena.core.tool import ToolOptions
 
@@ -114,8 +115,7 @@ class RunConfig(BaseModel):
         for name in ("agents", "prefix_sharing", "fork", "levels", "categories", "suites"):
             if keep.get(name) in (None, []):
                 keep.pop(name, None)
-        if keep.get("protocol") in (None, "arena"):  # runs recorded before protocols were arena runs
-            keep.pop("protocol", None)
+        keep = fingerprint_fields(keep)  # as older runs hashed it (`arena.store.migrate`)
         return hashlib.sha256(json.dumps(keep, sort_keys=True).encode()).hexdigest()[:12]
 
     def redacted(self) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 from arena.judges.normalized import normalize_answer
 
-from .scan import RunScan
+from arena.store.scan import RunScan
 
 CROP_TOOL = "image_zoom_in_tool"
 SEARCH_TOOLS = ("text_search_tool", "image_search_tool")

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from arena.core.trajectory import Step
-from arena.endpoints.transcript import read_calls
+from arena.store.calls import read_calls
 
 from .config import AgentChoice, ForkSource, RunConfig
 from .prefix import played_rounds
 from .rundata import RunData
 from .config import slug
-from .store import RunStore
+from arena.store.store import RunStore
 
 
 def fork_config(run: RunData, episode_ref: str, at_round: int, choice: AgentChoice, *,

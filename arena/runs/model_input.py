@@ -24,9 +24,9 @@ from typing import Any
 
 import orjson
 
-from arena.endpoints.transcript import CALLS_FILE
+from arena.store.calls import CALLS_FILE
 
-from .run_index import scan_lines
+from arena.store.run_index import scan_lines
 
 _HEAD = re.compile(rb'^\{"episode":("(?:[^"\\]|\\.)*"),"role":"(agent|judge)","sid":"([^"\\]*)"')
 

@@ -28,14 +28,15 @@ from typing import Any, AsyncIterator
 from arena.core.blobs import BlobStore, content_id, file_ext
 from arena.core.trajectory import Episode
 from arena.endpoints import transcript
+from arena.store.calls import CALLS_FILE, TranscriptWriter
 
 from .allocator import keep_freed_memory
 from .config import EndpointLimit, RunConfig
-from .file_digests import remember, remembered, signature
+from arena.store.file_digests import remember, remembered, signature
 from .limits import EndpointGate
-from .store import RunStore
+from arena.store.store import RunStore
 from .workbench import EpisodeJob, Workbench
-from .writer import RunWriter, settled
+from arena.store.writer import RunWriter, settled
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +44,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 class MemoryBlobStore(BlobStore):
     """A blob store in memory: `seed` holds blobs given to the worker, `new` those it made that the driver may not
     have. `stored`: ids the driver has confirmed it stored (`arena.runs.workers`): such a blob is not put in `new` again,
-    and a task file remembered under such an id (`arena.runs.file_digests`) is neither read nor hashed."""
+    and a task file remembered under such an id (`arena.store.file_digests`) is neither read nor hashed."""
 
     def __init__(self, seed: dict[str, bytes] | None = None, stored: set[str] | frozenset[str] = frozenset()):
         super().__init__(Path("<memory>"))
@@ -101,7 +102,7 @@ async def play_recorded(bench: Workbench, job_json: str, run_id: str, blobs: dic
     store = MemoryBlobStore(blobs, stored)
     job = EpisodeJob.model_validate_json(job_json)
     lines: list[bytes] = []
-    calls = (transcript.TranscriptWriter(Path("."), store, append=lambda _path, line: lines.append(line))
+    calls = (TranscriptWriter(Path("."), store, append=lambda _path, line: lines.append(line))
              if bench.config.transcript else None)
     with transcript.scope(calls, job.key, "agent", resend):
         episode = await bench.play(job, run_id, store)
@@ -127,7 +128,7 @@ async def receive(store: RunStore, writer: RunWriter, agents: list[Any], episode
         stored = await settled(write)
         if stored != blob_id:
             raise RuntimeError(f"blob {blob_id} from {source} does not match its content ({stored})")
-    calls = store.dir / transcript.CALLS_FILE
+    calls = store.dir / CALLS_FILE
     for line in lines:
         writer.append(calls, line)
     apply_learned(agents, learned)

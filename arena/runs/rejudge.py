@@ -22,10 +22,10 @@ from arena.judges.metrics import AUTO, judge_for, summarize
 from .config import EndpointLimit
 from .judging import Judges
 from .limits import EndpointGate, endpoint_of
-from .lock import RunLock
+from arena.store.lock import RunLock
 from .plugins import load_plugins
-from .store import RunStore
-from .writer import RunWriter, settled
+from arena.store.store import RunStore
+from arena.store.writer import RunWriter, settled
 
 
 @dataclass

@@ -21,7 +21,7 @@ from .failures import LABELS, Record, failure_groups, verdict_records
 from .plot import sweep_png
 from .rejudge import agreements
 from .rundata import RunData
-from .scan import model_call_counts_scan
+from arena.store.scan import model_call_counts_scan
 from .report_table import Table
 from .suite_tables import suite_tables
 from .table import ci_text, flatten, fmt

@@ -17,13 +17,15 @@ from arena.core.dataset import load_datasets
 from .config import RunConfig
 from .failures import taxonomy
 from .plugins import load_plugins
-from .scan import RunScan, reader_index, scan_run, summarize_scan
-from .store import RunStore
+from arena.judges.run_summary import summarize_scan
+from arena.store.scan import RunScan, reader_index, scan_run
+from arena.store.migrate import judge_of
+from arena.store.store import RunStore
 
 
 @dataclass
 class RunData:
-    """A run read back lazily: the summary comes from one streaming pass (`arena.runs.scan`); episodes and
+    """A run read back lazily: the summary comes from one streaming pass (`arena.store.scan`); episodes and
     verdicts are parsed into records only when asked for."""
 
     store: RunStore
@@ -114,9 +116,7 @@ class RunData:
         return self.store.read_episode(matches[0])
 
 
-def run_judge(info: dict[str, Any]) -> str:
-    """The judge a run was scored with: run.json's `judge`, else its config's, else "auto"."""
-    return str(info.get("judge") or (info.get("config") or {}).get("judge") or AUTO)
+run_judge = judge_of  # the judge a run was scored with (`arena.store.migrate.judge_of`: older runs' rules)
 
 
 def judge_label(judge: str, own: str) -> str:

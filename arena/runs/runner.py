@@ -5,7 +5,7 @@ ones are run again, and finished episodes lacking a verdict are judged. Episodes
 played by a backend: this process's event loop (asyncio), local worker processes
 (`--workers`, `arena.runs.workers`) or Ray workers (`arena.runs.ray_backend`); either way only this
 process writes the run store, and all its writes go through one writer thread
-(`arena.runs.writer`): an episode is fsynced, with its model calls, before it is counted.
+(`arena.store.writer`): an episode is fsynced, with its model calls, before it is counted.
 Budget sweeps may share trajectory prefixes (`arena.runs.prefix`).
 """
 
@@ -34,19 +34,20 @@ from .config import RunConfig, slug
 from .fork import fork_prefix
 from .judging import Judges
 from .limits import RunSlots, endpoint_of
-from .lock import RunLock
+from arena.store.lock import RunLock
 from .prefix import copied_episode, derive, failed_episode
 from .prefix import link as prefix_link
 from .pricing import cost as token_cost
 from .pricing import price_of, usage_cost
 from .ray_backend import RayBackend
-from .run_index import scan_lines
-from .scan import RunScan, model_call_counts_scan, scan_run, summarize_scan
+from arena.store.run_index import scan_lines
+from arena.judges.run_summary import summarize_scan
+from arena.store.scan import RunScan, model_call_counts_scan, scan_run
 from .stops import FAILED, RunStops, endpoint_label
-from .store import RunStore
+from arena.store.store import RunStore
 from .validate import check_judges, check_tool_options
 from .workers import WorkerBackend
-from .writer import RunWriter, settled
+from arena.store.writer import RunWriter, settled
 from .sweep import Cell, Family, grid_size, plan
 from .workbench import EpisodeJob, Workbench
 
@@ -159,7 +160,7 @@ async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | N
 
     The run directory is `run_dir` when given (resume in place: a moved or renamed
     run continues where it lies), else `<out>/<run id>`. It is locked for the whole
-    run (`arena.runs.lock`): a second writer stops at once. With a live-web mode and no
+    run (`arena.store.lock`): a second writer stops at once. With a live-web mode and no
     `tool_options.cassette`, the cassette is `<run dir>/cassettes.sqlite`."""
     keep_freed_memory()
     config = config.model_copy(deep=True)

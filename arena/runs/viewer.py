@@ -50,10 +50,10 @@ from .failures import LABELS, Record, classify
 from .gold_view import gold_view
 from .model_input import CallIndex, episode_inputs
 from .report import SHORT_LABELS, Table, groups_table
-from .run_index import Entry, scan_lines
+from arena.store.run_index import Entry, scan_lines
 from .rundata import RunData
-from .scan import TaskJudge, reader_index
-from .store import RunStoreError
+from arena.store.scan import TaskJudge, reader_index
+from arena.store.store import RunStoreError
 from .viewer_page import CSS, JS, TEMPLATE
 
 CROP_TOOL = "image_zoom_in_tool"

@@ -39,9 +39,9 @@ from .allocator import keep_freed_memory, startup_frozen
 from .config import RunConfig
 from .limits import EndpointGate
 from .ray_backend import apply_learned, play_recorded, prefix_blobs, receive, shipped_config
-from .store import RunStore
+from arena.store.store import RunStore
 from .workbench import EpisodeJob, Workbench
-from .writer import RunWriter
+from arena.store.writer import RunWriter
 
 START_TIMEOUT = 120.0  # seconds a worker may take to import the arena and build its workbench
 POLL = 0.5  # seconds between checks that the workers are alive

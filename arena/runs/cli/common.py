@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from arena.runs.config import RunConfig
 from arena.runs.runner import RunResult, execute
 from arena.runs.stops import FAILED
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 from arena.runs.table import judge_warnings, repeat_lines, suite_headlines, summary_table, support_lines
 
 console = Console(width=None if sys.stdout.isatty() else 160)

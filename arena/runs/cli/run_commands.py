@@ -19,17 +19,19 @@ from arena.core.tool import TOOLS, ToolOptions
 from arena.judges.metrics import AUTO
 from arena.judges.protocols import default_protocol
 from arena.runs.config import AgentChoice, EndpointLimit, RunConfig
-from arena.runs.doctor import check_run
+from arena.judges.run_summary import summarize_scan
+from arena.store.doctor import check_run
+from arena.store.migrate import protocol_of, resume_fields
 from arena.runs.fork import fork_config
 from arena.runs.plugins import accepted_options, load_plugins
 from arena.runs.pricing import parse_price
 from arena.runs.rejudge import rejudge
-from arena.endpoints.transcript import read_calls
+from arena.store.calls import read_calls
 from arena.runs.replay import check_episode, show_episode
 from arena.runs.report import build_report
 from arena.runs.rundata import load_run
 from arena.runs.serve import serve_viewer
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 from arena.runs.analysis import export_episodes
 from arena.runs.compare import COLUMNS, compare_runs
 from arena.runs.table import fmt as fmt_value
@@ -356,8 +358,7 @@ def resume(run_dir: Path = typer.Argument(..., help="Run directory."),
     except ValueError as exc:
         fail(f"{store.run_json}: field config: {exc}")
     update: dict[str, Any] = {"run_id": info.get("run_id") or run_dir.name, "out": str(run_dir.resolve().parent)}
-    if "protocol" not in (info.get("config") or {}):
-        update["protocol"] = "arena"  # recorded before --protocol existed: the arena's pipeline
+    update.update(resume_fields(info.get("config") or {}))  # what an older run's config left implicit
     for name, value in (("concurrency", concurrency), ("backend", backend), ("ray_address", ray_address),
                         ("workers", workers)):
         if value is not None:
@@ -390,9 +391,7 @@ def protocol_line(config: RunConfig, given: str = "as given") -> str:
                                                else "the arena's pipeline)")
 
 
-def run_protocol(info: dict[str, Any]) -> str:
-    """The protocol a stored run (its run.json) followed; runs recorded before --protocol followed the arena's."""
-    return str((info.get("config") or {}).get("protocol") or "arena")
+run_protocol = protocol_of  # the protocol a stored run followed (`arena.store.migrate.protocol_of`)
 
 
 def agreement_rich(rows, protocol: str) -> Table:
@@ -634,7 +633,7 @@ def doctor(run_dir: Path,
     """Check a run directory: torn or corrupt lines, orphan verdicts, missing images, stale index, summary equal
     to its recomputation. Exits 1 when a problem is left."""
     try:
-        report = check_run(run_dir, repair=repair)
+        report = check_run(run_dir, repair=repair, summarize=summarize_scan)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     counts = ", ".join(f"{v} {k}" for k, v in report.counts.items())

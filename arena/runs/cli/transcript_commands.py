@@ -8,9 +8,9 @@ from typing import Any, Optional
 import orjson
 import typer
 
-from arena.endpoints.transcript import CALLS_FILE, read_calls
+from arena.store.calls import CALLS_FILE, read_calls
 from arena.runs.replay import message_line
-from arena.runs.store import RunStore, RunStoreError
+from arena.store.store import RunStore, RunStoreError
 
 from .common import fail
 

@@ -13,7 +13,7 @@ from arena.suites.mmir.world import build
 from arena.runs.config import RunConfig
 from arena.runs.rejudge import rejudge
 from arena.runs.runner import run
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 from tests.support.openai_server import OpenAIStub, last_user_text
 
 

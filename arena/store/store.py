@@ -2,12 +2,13 @@
 
     <out>/<run-id>/run.json         config (secrets redacted), versions, git hash, fingerprint
                   /episodes.jsonl   one Episode per line (flushed and fsynced per line)
-                  /episodes.idx     key -> byte offset of each record (`arena.runs.run_index`, rebuildable)
+                  /episodes.idx     key -> byte offset of each record (`arena.store.run_index`, rebuildable)
                   /verdicts.jsonl   one Verdict per line
-                  /calls.jsonl      every model call, exact request and response (endpoints/transcript.py)
+                  /calls.jsonl      every model call, exact request and response (`arena.store.calls`)
                   /blobs/sha256/..  images by content hash
                   /summary.json     metrics recomputed from the two .jsonl files
-                  /.lock            held by the process writing the run (`arena.runs.lock`)
+Every file's record type and the format version: `arena.store.records`; older runs: `arena.store.migrate`.
+                  /.lock            held by the process writing the run (`arena.store.lock`)
 
 A line cut short by a kill is ignored by readers and cut by the next append
 (`arena.core.jsonl`); the latest record of an episode key wins, so a retried episode
@@ -28,9 +29,10 @@ from arena.core.blobs import BlobStore
 from arena.core.jsonl import append_line, repair_torn_tail
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
-from arena.endpoints.transcript import CALLS_FILE
+from arena.store.calls import CALLS_FILE
 
-from .records import RunInfo, RunSummary
+from .calls import CALLS_FILE
+from .records import FORMAT_VERSION, RunInfo, RunSummary
 from .reduce import record_line
 from .run_index import Entry, EpisodeIndex, entry_of, scan_lines
 
@@ -88,7 +90,7 @@ class RunStore:
                 )
             info = {**old, **info, "created": old.get("created", info.get("created")),
                     "resumed": old.get("resumed", 0) + 1}
-        self._write_json(self.run_json, _checked(RunInfo, info, self.run_json))
+        self._write_json(self.run_json, _checked(RunInfo, {**info, "version": FORMAT_VERSION}, self.run_json))
         for path in (self.episodes_path, self.verdicts_path, self.dir / CALLS_FILE):
             repair_torn_tail(path)
         self._index = None
@@ -110,7 +112,7 @@ class RunStore:
         return append_line(path, record_line(record).encode())
 
     def index(self, persist: bool = True) -> EpisodeIndex:
-        """The episode index, checked against episodes.jsonl when first asked for (see `arena.runs.run_index`).
+        """The episode index, checked against episodes.jsonl when first asked for (see `arena.store.run_index`).
 
         Writers (holding the run's lock) persist its repairs; readers pass `persist=False`."""
         if self._index is None or (persist and not self._index.persist):
@@ -119,6 +121,7 @@ class RunStore:
 
     def append_episode(self, episode: Episode) -> None:
         index = self.index()
+        episode.format = FORMAT_VERSION  # the record now says the format it is written in
         line = record_line(episode).encode()
         offset = append_line(self.episodes_path, line)
         index.add(entry_of(line, offset))

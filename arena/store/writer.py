@@ -25,7 +25,7 @@ from typing import Any, Callable, TypeVar
 
 from arena.core.blobs import BlobStore, content_id
 from arena.core.jsonl import append_line
-from arena.endpoints import transcript
+from .calls import TranscriptWriter
 
 from .file_digests import put_task_file, remembered
 
@@ -108,9 +108,9 @@ class RunWriter:
         """The blob store episodes played in this process write through (from threads, never the event loop)."""
         return WriterBlobStore(blobs_root, self, wait=True)
 
-    def recorder(self, run_dir: Path, blobs_root: Path) -> transcript.TranscriptWriter:
+    def recorder(self, run_dir: Path, blobs_root: Path) -> TranscriptWriter:
         """A transcript writer whose calls.jsonl lines and blobs go through this writer."""
-        return transcript.TranscriptWriter(run_dir, WriterBlobStore(blobs_root, self), append=self.append)
+        return TranscriptWriter(run_dir, WriterBlobStore(blobs_root, self), append=self.append)
 
     async def drained(self) -> None:
         """`flush` awaited from the event loop."""
@@ -148,7 +148,7 @@ class WriterBlobStore(BlobStore):
     queued, atomic as ever; nothing is queued for a blob already on disk), reads see blobs still waiting to be
     written. With `wait`, `put` returns once the blob is on disk (for callers off the event loop that may read it
     by path, as episodes do from asyncio's threads).
-    `put_file` returns at once for a file already stored under its remembered digest (`arena.runs.file_digests`: the
+    `put_file` returns at once for a file already stored under its remembered digest (`arena.store.file_digests`: the
     episodes of a task after the first), else waits for the writer: the file is copied by the kernel, and hashed
     only if its digest is not remembered from an earlier run over it."""
 

@@ -1,28 +1,23 @@
-"""A run's episodes and verdicts as columns, and the summary computed from them.
+"""A run's episodes and verdicts as columns (the summary is computed from them by `arena.judges.run_summary`).
 
 `scan_run(store)` takes the per-episode numbers from the episode index
-(`arena.runs.run_index`, kept by the store's appends; trajectories are not parsed) and
+(`arena.store.run_index`, kept by the store's appends; trajectories are not parsed) and
 reads verdicts.jsonl once with orjson, keeping one list per field (agent, setting,
 budget, level, tool calls, ...) for the latest record of each episode key, in
-first-seen order. `summarize_scan` gives exactly what
-`arena.judges.metrics.summarize` gives on the same store (the same sums in the same
-order, each figure computed once in `arena.judges.metrics` from the group's columns); suites
-that register their own metrics get their episodes as full records (read back by
-byte offset), since those metrics look inside trajectories.
+first-seen order. The store names no judge or metric: which verdict counts for a row is
+`arena.core.verdict.judge_for_task`, and the metrics are computed from these columns above it.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import orjson
 
 from arena.core.trajectory import Episode
-from arena.core.verdict import Verdict
-from arena.endpoints.client import parse_body
-from arena.judges.metrics import AUTO, EPISODE_COLUMNS, SUITE_METRICS, Columns, group_metrics, judge_for_task
+from arena.core.verdict import judge_for_task
 
 from .lock import RunLock, RunLockedError
 from .run_index import FIELDS, EpisodeIndex, IndexSourceError, scan_lines
@@ -54,7 +49,7 @@ def reader_index(store: RunStore) -> EpisodeIndex:
 
 @dataclass
 class RunScan:
-    """Columns (`arena.runs.run_index.FIELDS`) of a run's current episodes (latest record per key, first-seen order)
+    """Columns (`arena.store.run_index.FIELDS`) of a run's current episodes (latest record per key, first-seen order)
     and one tuple per verdict record."""
 
     store: RunStore
@@ -89,7 +84,7 @@ class RunScan:
                 fh.seek(offset)
                 line = fh.read(length)
                 try:
-                    record = parse_body(line)  # orjson, or the standard library for lone surrogates
+                    record = _loads(line)  # orjson, or the standard library for lone surrogates
                 except ValueError as exc:
                     raise RunStoreError(f"{path}: byte {offset}: not an episode record: {exc}") from None
                 yield record
@@ -99,6 +94,15 @@ class RunScan:
         with self.store.episodes_path.open("rb") as fh:
             fh.seek(self.cols["offset"][row])
             return Episode.model_validate_json(fh.read(self.cols["length"][row]))
+
+
+def _loads(line: bytes) -> Any:
+    """A JSON line: orjson, else the standard library (which reads escaped lone surrogates that orjson refuses;
+    servers do send them when a model emits invalid Unicode, and episode records keep what was received)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
 
 
 def _text(value: Any) -> str | None:
@@ -132,59 +136,9 @@ def scan_run(store: RunStore) -> RunScan:
     return scan
 
 
-def group_columns(scan: RunScan, rows: list[int], chosen: dict[int, Chosen]) -> Columns:
-    """`arena.judges.metrics.COLUMNS` of some rows: episode fields from the index, verdict fields from `chosen`."""
-    c = scan.cols
-    out: Columns = {name: [c[name][r] for r in rows] for name in EPISODE_COLUMNS}
-    verdicts = [chosen.get(r) for r in rows]
-    out["judged"] = [v is not None for v in verdicts]
-    out["score"] = [v[0] if v is not None and v[2] is None else 0.0 for v in verdicts]
-    out["correct"] = [v is not None and v[2] is None and v[1] for v in verdicts]
-    for k, name in ((2, "judge_error"), (3, "supported"), (4, "extracted")):
-        out[name] = [None if v is None else v[k] for v in verdicts]
-    return out
-
-
-def _suite_rows(scan: RunScan, rows: list[int], judge: str) -> list[tuple[Episode, Verdict | None]]:
-    """Full (Episode, chosen Verdict) pairs of some rows, for suites' own metrics."""
-    ids = {scan.cols["id"][r]: r for r in rows}
-    want = {scan.cols["id"][r]: judge_for_task(TaskJudge(scan.cols["judge"][r]), judge) for r in rows}
-    found: dict[str, Verdict] = {}
-    if scan.store.verdicts_path.is_file():
-        for _, line in scan_lines(scan.store.verdicts_path):
-            head = orjson.loads(line)
-            if head.get("episode_id") in ids and want[head["episode_id"]] == head.get("judge"):
-                found[head["episode_id"]] = Verdict.model_validate_json(line)
-    return [(scan.episode(r), found.get(scan.cols["id"][r])) for r in rows]
-
-
-def summarize_scan(scan: RunScan, judge: str = AUTO) -> dict[str, Any]:
-    """The run's summary for one judge; equal to `arena.judges.metrics.summarize` of the same store."""
-    chosen = scan.chosen(judge)
-    c = scan.cols
-    groups: dict[tuple[str, str, int], list[int]] = defaultdict(list)
-    for r in range(len(scan)):
-        groups[(c["agent"][r], c["setting"][r], c["max_rounds"][r])].append(r)
-    out = []
-    for (agent, setting, max_rounds), rows in sorted(groups.items()):
-        entry: dict[str, Any] = {"agent": agent, "setting": setting, "max_rounds": max_rounds}
-        entry.update(group_metrics(group_columns(scan, rows, chosen)))
-        suites = sorted({c["suite"][r] for r in rows})
-        extras = {s: SUITE_METRICS[s](_suite_rows(scan, [r for r in rows if c["suite"][r] == s], judge))
-                  for s in suites if s in SUITE_METRICS}
-        if extras:
-            entry["suites"] = extras
-        out.append(entry)
-    return {"judge": judge, "groups": out}
-
-
 def model_call_counts_scan(scan: RunScan) -> dict[str, int]:
-    """`arena.runs.prefix.model_call_counts` over columns."""
+    """Model calls made, the calls separate runs per budget would have made, and those saved by prefix sharing
+    (`arena.runs.prefix.model_call_counts` over columns)."""
     made = sum(scan.cols["model_calls"])
     separate = sum(scan.cols["steps"])
     return {"made": made, "separate_runs": separate, "saved": separate - made}
-
-
-def summarize_store(store: RunStore, judge: str = AUTO) -> dict[str, Any]:
-    """One streaming pass and the summary (what `arena summary` prints)."""
-    return summarize_scan(scan_run(store), judge)

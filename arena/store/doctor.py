@@ -32,8 +32,11 @@ from arena.core.verdict import Verdict
 
 from .lock import RunLock, RunLockedError
 from .run_index import EpisodeIndex, IndexSourceError, entry_of
-from .scan import model_call_counts_scan, scan_run, summarize_scan
+from .scan import RunScan, model_call_counts_scan, scan_run
 from .store import RunStore
+
+Summarize = Callable[[RunScan, str], dict[str, Any]]
+"""The metrics of a scanned run for a judge (`arena.judges.run_summary.summarize_scan`), what summary.json holds."""
 
 
 @dataclass
@@ -135,7 +138,7 @@ def _index_problem(store: RunStore) -> str | None:
     return None
 
 
-def diagnose(store: RunStore, report: DoctorReport, repair: bool) -> None:
+def diagnose(store: RunStore, report: DoctorReport, repair: bool, summarize: Summarize | None = None) -> None:
     def found(kind: str, where: str, message: str, repairable: bool, fix: Callable[[], None] | None = None) -> None:
         finding = Finding(kind, where, message, repairable)
         if repair and repairable and fix is not None:
@@ -192,14 +195,14 @@ def diagnose(store: RunStore, report: DoctorReport, repair: bool) -> None:
     if problem is not None:
         found("stale_index", str(store.episodes_path.with_name("episodes.idx")), problem, True,
               lambda: EpisodeIndex.rebuild(store.episodes_path))
-    _check_summary(store, report, found)
+    _check_summary(store, report, found, summarize)
 
 
-def _check_summary(store: RunStore, report: DoctorReport, found) -> None:
+def _check_summary(store: RunStore, report: DoctorReport, found, summarize: Summarize | None) -> None:
     if not store.summary_path.is_file():
         found("no_summary", str(store.summary_path), "the run never finished (arena resume finishes it)", False)
         return
-    if any(f.kind == "corrupt_line" and not f.repaired for f in report.findings):
+    if summarize is None or any(f.kind == "corrupt_line" and not f.repaired for f in report.findings):
         return
     try:
         written = json.loads(store.summary_path.read_text(encoding="utf-8"))
@@ -208,15 +211,17 @@ def _check_summary(store: RunStore, report: DoctorReport, found) -> None:
         found("unreadable", str(store.summary_path), str(exc), False)
         return
     judge = written.get("judge", "auto")
-    recomputed = json.loads(json.dumps(summarize_scan(scan, judge), default=str))
+    recomputed = json.loads(json.dumps(summarize(scan, judge), default=str))
     if written.get("groups") != recomputed["groups"]:
         found("summary_mismatch", str(store.summary_path),
               "metrics differ from those recomputed from episodes.jsonl and verdicts.jsonl", True,
               lambda: store.write_summary({**written, **recomputed, "model_calls": model_call_counts_scan(scan)}))
 
 
-def check_run(run_dir: str | Path, *, repair: bool = False) -> DoctorReport:
-    """Check a run directory; with `repair`, under its lock, repair what can be repaired."""
+def check_run(run_dir: str | Path, *, repair: bool = False, summarize: Summarize | None = None) -> DoctorReport:
+    """Check a run directory; with `repair`, under its lock, repair what can be repaired. summary.json is checked
+    against `summarize` (the store computes no metrics: the CLI passes `arena.judges.run_summary.summarize_scan`);
+    without it, the summary is not checked."""
     store = RunStore(run_dir)
     report = DoctorReport(Path(run_dir))
     if not store.exists():
@@ -234,7 +239,7 @@ def check_run(run_dir: str | Path, *, repair: bool = False) -> DoctorReport:
         report.findings.append(Finding("in_use", str(store.dir), str(exc), False))
         lock = None
     try:
-        diagnose(store, report, repair)
+        diagnose(store, report, repair, summarize)
     except IndexSourceError as exc:
         report.findings.append(Finding("corrupt_line", str(store.episodes_path), str(exc), False))
     finally:

@@ -10,7 +10,9 @@ from typer.testing import CliRunner
 
 from arena.runs.cli.main import app
 from arena.runs.config import RunConfig
-from arena.runs.rejudge import agreement, cohen_kappa, rejudge
+from arena.judges.agreement import agreement
+from arena.judges.stats import cohen_kappa
+from arena.runs.rejudge import rejudge
 from arena.runs.runner import run
 from arena.store.store import RunStore
 from tests.support.openai_server import OpenAIStub, Reply

@@ -76,7 +76,8 @@ def test_streamed_tables_equal_those_computed_from_episode_objects(tmp_path: Pat
 
     from arena.runs.failures import LABELS, failure_counts
     from arena.runs.prefix import model_call_counts
-    from arena.runs.rejudge import agreements, rejudge
+    from arena.judges.agreement import agreements
+    from arena.runs.rejudge import rejudge
     from arena.runs.report import SHORT_LABELS, agreement_table, calls_table, failure_table
 
     result = make(tmp_path, "paris", "Paris")

@@ -15,6 +15,11 @@ scores always give the same interval.
   samples drawn without replacement from the n repeats is correct.
 - `majority_at_k(answers, k)`: the answer given most often in the first k repeats (ties go to the
   earliest repeat) and whether it was judged correct.
+- `cohen_kappa(a, b)`: Cohen's kappa of two raters' yes/no decisions on the same items (Cohen 1960):
+  (p_o - p_e) / (1 - p_e), p_e from each rater's own rate of "yes". Raters of different item counts are an error
+  (ValueError); None when undefined (no items, or both raters constant and equal: p_e = 1). Not rounded.
+- `fleiss_kappa(ratings)`: Fleiss' kappa (Fleiss 1971) of items each rated yes/no by the same number (>= 2) of
+  raters; None for no items or when undefined (p_e = 1); a ragged table is a ValueError.
 - `mcnemar_exact(b, c)`: two-sided exact McNemar test on the discordant pairs (b: only A correct,
   c: only B correct): p = min(1, 2 * P[X <= min(b, c)]) with X ~ Binomial(b + c, 1/2).
 """
@@ -132,3 +137,37 @@ def mcnemar_exact(b: int, c: int) -> float:
         return 1.0
     tail = sum(comb(n, i) for i in range(min(b, c) + 1)) / 2 ** n
     return min(1.0, 2.0 * tail)
+
+
+def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float | None:
+    """Cohen's kappa of two raters' yes/no decisions (see the module docstring for the contract)."""
+    if len(a) != len(b):
+        raise ValueError(f"both raters must rate the same items ({len(a)} != {len(b)})")
+    n = len(a)
+    if n == 0:
+        return None
+    observed = sum(x == y for x, y in zip(a, b)) / n
+    pa, pb = sum(a) / n, sum(b) / n
+    expected = pa * pb + (1 - pa) * (1 - pb)
+    if expected >= 1.0:
+        return None
+    return (observed - expected) / (1 - expected)
+
+
+def fleiss_kappa(ratings: Sequence[Sequence[bool]]) -> float | None:
+    """Fleiss' kappa of items each rated by the same number (>= 2) of raters into yes/no (see the module
+    docstring)."""
+    if not ratings:
+        return None
+    raters = len(ratings[0])
+    if raters < 2 or any(len(r) != raters for r in ratings):
+        raise ValueError("Fleiss' kappa needs every item rated by the same number (at least 2) of raters")
+    items = len(ratings)
+    yes = [sum(r) for r in ratings]
+    counts = [(y, raters - y) for y in yes]
+    p_yes = sum(yes) / (items * raters)
+    expected = p_yes ** 2 + (1 - p_yes) ** 2
+    observed = sum((a * a + b * b - raters) / (raters * (raters - 1)) for a, b in counts) / items
+    if expected >= 1.0:
+        return None
+    return (observed - expected) / (1 - expected)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .annotate import LABELS_FORMAT
-from .rejudge import cohen_kappa
+from arena.judges.stats import cohen_kappa, fleiss_kappa
 from .rundata import RunData
 
 
@@ -79,24 +79,6 @@ def load_labels(path: Path, run: RunData) -> LabelSet:
         flags["ambiguous"] += bool(row.get("ambiguous"))
     name = str(data.get("annotator") or Path(path).stem)
     return LabelSet(name, Path(path), labels, flags["too_vague"], flags["ambiguous"])
-
-
-def fleiss_kappa(ratings: list[list[bool]]) -> float | None:
-    """Fleiss' kappa of items each rated by the same number (≥ 2) of raters into correct/incorrect."""
-    if not ratings:
-        return None
-    raters = len(ratings[0])
-    if raters < 2 or any(len(r) != raters for r in ratings):
-        raise ValueError("Fleiss' kappa needs every item rated by the same number (at least 2) of raters")
-    items = len(ratings)
-    yes = [sum(r) for r in ratings]
-    counts = [(y, raters - y) for y in yes]
-    p_yes = sum(yes) / (items * raters)
-    expected = p_yes ** 2 + (1 - p_yes) ** 2
-    observed = sum((a * a + b * b - raters) / (raters * (raters - 1)) for a, b in counts) / items
-    if expected >= 1.0:
-        return None
-    return (observed - expected) / (1 - expected)
 
 
 def _rater(name: str, human: dict[str, bool], judge: dict[str, bool], vague: int = 0, ambiguous: int = 0) -> Rater:

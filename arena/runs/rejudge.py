@@ -9,7 +9,6 @@ of equal correct/incorrect decisions and Cohen's kappa.
 from __future__ import annotations
 
 import asyncio
-import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -17,6 +16,7 @@ from typing import Any, Callable
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 from arena.endpoints import transcript
+from arena.judges.agreement import Agreement, agreements
 from arena.judges.metrics import AUTO, judge_for, summarize
 
 from .config import EndpointLimit
@@ -26,60 +26,6 @@ from arena.store.lock import RunLock
 from .plugins import load_plugins
 from arena.store.store import RunStore
 from arena.store.writer import RunWriter, settled
-
-
-@dataclass
-class Agreement:
-    judge_a: str
-    judge_b: str
-    episodes: int
-    agree: int
-    percent: float | None
-    kappa: float | None
-
-
-def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
-    """Cohen's kappa of two raters' yes/no decisions; None when undefined (both constant and equal)."""
-    if len(a) != len(b):
-        raise ValueError("both raters must rate the same items")
-    n = len(a)
-    if n == 0:
-        return None
-    observed = sum(x == y for x, y in zip(a, b)) / n
-    pa, pb = sum(a) / n, sum(b) / n
-    expected = pa * pb + (1 - pa) * (1 - pb)
-    if expected >= 1.0:
-        return None
-    return (observed - expected) / (1 - expected)
-
-
-def latest_by_judge(verdicts: list[Verdict]) -> dict[str, dict[str, Verdict]]:
-    """judge -> episode id -> its last verdict (verdicts with a judge error are left out)."""
-    out: dict[str, dict[str, Verdict]] = {}
-    for verdict in verdicts:
-        if verdict.error is None:
-            out.setdefault(verdict.judge, {})[verdict.episode_id] = verdict
-        else:
-            out.setdefault(verdict.judge, {}).pop(verdict.episode_id, None)
-    return out
-
-
-def agreement(episodes: list[Episode], verdicts: list[Verdict], judge_a: str, judge_b: str) -> Agreement:
-    by_judge = latest_by_judge(verdicts)
-    va, vb = by_judge.get(judge_a, {}), by_judge.get(judge_b, {})
-    ids = [e.id for e in episodes if e.id in va and e.id in vb]
-    a = [va[i].correct for i in ids]
-    b = [vb[i].correct for i in ids]
-    agree = sum(x == y for x, y in zip(a, b))
-    return Agreement(judge_a, judge_b, len(ids), agree, round(100.0 * agree / len(ids), 2) if ids else None,
-                     None if (k := cohen_kappa(a, b)) is None else round(k, 4))
-
-
-def agreements(episodes: list[Episode], verdicts: list[Verdict]) -> list[Agreement]:
-    """Agreement of every pair of judges with verdicts on the run's current episodes."""
-    current = {e.id for e in episodes}
-    judges = sorted({v.judge for v in verdicts if v.episode_id in current})
-    return [agreement(episodes, verdicts, a, b) for a, b in itertools.combinations(judges, 2)]
 
 
 @dataclass

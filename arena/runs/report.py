@@ -19,7 +19,7 @@ from typing import Any
 from .compare import COLUMNS, compare_runs
 from .failures import LABELS, Record, failure_groups, verdict_records
 from .plot import sweep_png
-from .rejudge import agreements
+from arena.judges.agreement import agreements
 from .rundata import RunData
 from arena.store.scan import model_call_counts_scan
 from .report_table import Table

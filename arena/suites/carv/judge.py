@@ -36,6 +36,7 @@ from arena.core.verdict import Verdict
 from arena.judges.llm import ModelJudge
 from arena.judges.protocols import register_arena_variant
 from arena.judges.metrics import register_suite_metrics, score_of
+from arena.judges.stats import cohen_kappa
 
 # --- the caption parser ----------------------------------------------------------------------------------------
 
@@ -367,17 +368,6 @@ def _pct(values: list[float]) -> float | None:
     return round(100.0 * sum(values) / len(values), 4) if values else None
 
 
-def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
-    """Cohen's kappa of two binary raters; None when undefined (no items, or both constant and equal)."""
-    n = len(a)
-    if n == 0 or n != len(b):
-        return None
-    observed = sum(x == y for x, y in zip(a, b)) / n
-    pa, pb = sum(a) / n, sum(b) / n
-    expected = pa * pb + (1 - pa) * (1 - pb)
-    return None if expected == 1 else round((observed - expected) / (1 - expected), 4)
-
-
 @register_suite_metrics("carv")
 def carv_metrics(rows: list[tuple[Episode, Verdict | None]]) -> dict[str, Any]:
     """Accuracy over valid verdicts per cell of the paper's Table 2 and per |T| (Shared Source, Figure 6),
@@ -402,5 +392,5 @@ def carv_metrics(rows: list[tuple[Episode, Verdict | None]]) -> dict[str, Any]:
         "table2_counts": {label: len(cells[label]) for label, _, _ in _TABLE2 if label in cells},
         "by_atomic": {k: _pct(v) for k, v in sorted(atomic.items())},
         "parser_agreement": _pct([float(x == y) for x, y in zip(judged, parsed)]),
-        "parser_kappa": cohen_kappa(judged, parsed),
+        "parser_kappa": None if (kappa := cohen_kappa(judged, parsed)) is None else round(kappa, 4),
     }

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.tiny_dataset import scene  # noqa: E402
 from tests.suites.vistahop.test_published import EM_OUTPUTS, MCQ_OUTPUTS  # noqa: E402
 
-ARENA = [sys.executable, "-c", "from arena.runs.cli.main import main; main()"]
+ARENA = [sys.executable, "-c", "from arena.cli.main import main; main()"]
 
 
 def main() -> None:

@@ -22,7 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run_scale import base_run, build_index, repeat_run, write_summary  # noqa: E402
 
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
+
+
+def peak_mb():
+    # VmHWM: this process's peak RSS since its exec (ru_maxrss would carry over the parent's peak across exec)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024)
+
+
 started = time.perf_counter()
 import arena.store
 imported = time.perf_counter()
@@ -39,7 +48,7 @@ print(json.dumps({"import_s": round(imported - started, 2), "open_s": round(open
                   "frame_s": round(done - opened, 2), "rows": len(frame), "columns": len(frame.columns),
                   "summary_episodes": sum(g["episodes"] for g in summary["groups"]),
                   "max_pass1_diff": round(worst, 3),
-                  "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}))
+                  "peak_rss_mb": peak_mb()}))
 """
 
 

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from arena.core.agent import Agent, AgentTurn, EpisodeView, register_agent
 from arena.runs.config import RunConfig
-from arena.runs.rundata import load_run
+from arena.review.rundata import load_run
 from arena.runs.plugins import load_plugins
 from arena.runs.runner import run
-from arena.runs.viewer import viewer_data, write_viewer
+from arena.review.viewer import viewer_data, write_viewer
 
 
 class RandomCrops(Agent):

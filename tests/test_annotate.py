@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
-from arena.runs.annotate import allocate, sample_episodes
-from arena.runs.rundata import load_run
+from arena.cli.main import app
+from arena.review.annotate import allocate, sample_episodes
+from arena.review.rundata import load_run
 from tests.support.tiny_dataset import scene
 
 playwright_api = pytest.importorskip("playwright.async_api")

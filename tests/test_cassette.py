@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.core.tool import ToolError
 from arena.tools.cassette import (Cassette, CassetteError, CassetteMiss, CassetteStore, Recorded, normalize_text,
                             normalize_url, validate_mode)

@@ -2,7 +2,7 @@ import json
 
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
+from arena.cli.main import app
 
 runner = CliRunner()
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.runs.cli.common import PlainProgress
-from arena.runs.cli.main import app
+from arena.cli.common import PlainProgress
+from arena.cli.main import app
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.qwen_script import respond
 

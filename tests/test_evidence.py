@@ -12,10 +12,10 @@ import pytest
 from arena.core.world import WORLD_BUILDERS
 from arena.judges.metrics import summarize
 from arena.runs.config import RunConfig
-from arena.runs.report import build_report
-from arena.runs.rundata import load_run
+from arena.review.report import build_report
+from arena.review.rundata import load_run
 from arena.runs.runner import run
-from arena.runs.viewer import viewer_data
+from arena.review.viewer import viewer_data
 from tests.support.openai_server import OpenAIStub, Reply
 
 

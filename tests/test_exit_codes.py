@@ -5,8 +5,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from arena.runs.cli.common import run_problems
-from arena.runs.cli.main import app
+from arena.cli.common import run_problems
+from arena.cli.main import app
 from arena.runs.runner import RunResult
 from tests.support.openai_server import OpenAIStub, Reply
 

@@ -10,7 +10,7 @@ from arena.core.trajectory import Episode, Observation, Step, Totals
 from arena.core.verdict import Verdict
 from arena.runs.config import RunConfig
 from arena.judges.metrics import AUTO
-from arena.runs.failures import LABELS, classify, coverage, failure_counts, failure_groups, taxonomy, verdict_records
+from arena.review.failures import LABELS, classify, coverage, failure_counts, failure_groups, taxonomy, verdict_records
 from arena.runs.runner import run
 from arena.store.scan import scan_run
 from arena.store.store import RunStore

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.core.blobs import BlobStore
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.core.dataset import load_datasets
 from arena.core.episode import EpisodeSpec, run_episode
 from arena.core.tool import TOOLS
@@ -18,7 +18,7 @@ from arena.core.trajectory import Step
 from arena.agents.scripted import ScriptedAgent
 from arena.runs.config import AgentChoice, RunConfig
 from arena.runs.fork import fork_config
-from arena.runs.rundata import load_run
+from arena.review.rundata import load_run
 from arena.runs.runner import run
 from arena.store.store import RunStore
 

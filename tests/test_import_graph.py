@@ -1,4 +1,9 @@
-"""The layering of the `arena` package: `cli -> runs -> suites -> agents, judges, tools -> endpoints -> core`.
+"""The layering of the `arena` package:
+
+    cli -> runs, review -> suites -> agents, judges, tools -> endpoints, store -> core
+
+`store` (the run directory) sits beside `endpoints` (HTTP), under everything that plays or reviews; playing
+(`runs`) and reviewing (`review`) are siblings.
 
 Read with `ast` from the source, imports inside functions and `TYPE_CHECKING` blocks included:
 no module imports from a higher layer, no two modules import each other through any chain, and
@@ -15,8 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "arena"
 # the longest matching prefix decides a module's layer; `arena` itself only re-exports the core
 LAYER = {"arena": 0, "arena.core": 0, "arena.endpoints": 1, "arena.store": 1, "arena.tools": 2, "arena.agents": 2,
-         "arena.judges": 2, "arena.suites": 3, "arena.runs": 4, "arena.runs.cli": 5}
-MIDDLE = 2
+         "arena.judges": 2, "arena.suites": 3, "arena.runs": 4, "arena.review": 4, "arena.cli": 5}
+SIBLING_LAYERS = (1, 2, 4)
+"""Layers whose packages never import each other: endpoints and store (HTTP and the run directory); tools, agents
+and judges (each usable alone); runs and review (playing and reviewing)."""
 CORE_MODULE_LINE_LIMIT = 400
 """The largest core module (episode.py, the episode loop, is ~320 lines). A cap on the core's total once decided
 where code went (records the run directory needed were kept out of the core to stay under it); what matters is
@@ -33,9 +40,11 @@ def module_name(path: Path) -> str:
 def group_of(module: str) -> str:
     """The entry of LAYER a module belongs to (its longest prefix there)."""
     parts = module.split(".")
-    for n in range(len(parts), 0, -1):
+    for n in range(len(parts), 1, -1):
         if ".".join(parts[:n]) in LAYER:
             return ".".join(parts[:n])
+    if module == "arena":
+        return module
     raise AssertionError(f"{module} is in no layer of LAYER")
 
 
@@ -77,14 +86,29 @@ def import_graph() -> dict[str, set[str]]:
 def test_imports_flow_one_way():
     upward = sorted(f"{src} -> {dst}" for src, targets in import_graph().items() for dst in targets
                     if layer_of(dst) > layer_of(src))
-    assert not upward, "imports against cli -> runs -> suites -> agents, judges, tools -> endpoints -> core:\n" + "\n".join(upward)
+    assert not upward, "imports against cli -> runs, review -> suites -> agents, judges, tools -> endpoints, store -> core:\n" + "\n".join(upward)
 
 
-def test_siblings_of_the_middle_layer_stay_apart():
-    """tools, agents and judges are one layer: none imports another, so each can be used alone."""
-    crossing = sorted(f"{src} -> {dst}" for src, targets in import_graph().items() for dst in targets
-                      if layer_of(src) == layer_of(dst) == MIDDLE and group_of(src) != group_of(dst))
+def crossings(graph: dict[str, set[str]]) -> list[str]:
+    """Imports between two packages of one sibling layer (`SIBLING_LAYERS`)."""
+    return sorted(f"{src} -> {dst}" for src, targets in graph.items() for dst in targets
+                  if layer_of(src) == layer_of(dst) in SIBLING_LAYERS and group_of(src) != group_of(dst))
+
+
+def test_siblings_stay_apart():
+    """endpoints and store; tools, agents and judges; runs and review: none imports another of its layer."""
+    crossing = crossings(import_graph())
     assert not crossing, "\n".join(crossing)
+
+
+def test_playing_and_reviewing_never_import_each_other():
+    graph = import_graph()
+    both = sorted(f"{src} -> {dst}" for src, targets in graph.items() for dst in targets
+                  if {group_of(src), group_of(dst)} == {"arena.runs", "arena.review"})
+    assert not both, "\n".join(both)
+    assert any(group_of(m) == "arena.review" for m in graph) and any(group_of(m) == "arena.runs" for m in graph)
+    # the check sees a crossing when there is one
+    assert crossings({"arena.review.report": {"arena.runs.rejudge"}, "arena.runs.rejudge": set()})
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:

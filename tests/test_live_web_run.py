@@ -175,7 +175,7 @@ def test_two_spent_keys_rotate_then_stop_the_web_with_one_message(tmp_path: Path
 def test_cli_replays_the_live_run_offline(recorded, network_disabled, tmp_path: Path):
     from typer.testing import CliRunner
 
-    from arena.runs.cli.main import app
+    from arena.cli.main import app
 
     script = tmp_path / "script.json"
     script.write_text(json.dumps(SCRIPT))

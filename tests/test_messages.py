@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.core.dataset import DatasetError, load_datasets
-from arena.runs.cli.main import app
+from arena.cli.main import app
 
 runner = CliRunner()
 ITEM = {"id": "a", "prompt": [{"role": "user", "content": "<image>Which year?"}], "reward_model": {"ground_truth": "x"},

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.core.dataset import load_datasets
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.suites.ureason.world import Criterion, build, gold_svg, wrong_svg
 from tests.support.openai_server import OpenAIStub
 from tests.support.qwen_script import judge_reply

@@ -14,10 +14,10 @@ from rich.console import Console
 from arena.judges.llm import judge_image_size
 from arena.runs.config import RunConfig
 from arena.runs.judging import Judges
-from arena.runs.rundata import load_run
-from arena.runs.report import build_report
+from arena.review.rundata import load_run
+from arena.review.report import build_report
 from arena.runs.runner import run
-from arena.runs.table import summary_table
+from arena.review.table import summary_table
 from arena.suites.carv.loader import parse_stem
 from arena.suites.carv.world import render_state
 from arena.suites.mmir.world import build as build_mmir
@@ -123,7 +123,7 @@ def test_carv_original_counts_the_paper_llm_judge_and_computes_the_parser_beside
 def test_the_protocol_is_said_before_the_first_episode_and_shown_in_the_cli_tables(tmp_path: Path):
     from typer.testing import CliRunner
 
-    from arena.runs.cli.main import app
+    from arena.cli.main import app
 
     cli = CliRunner()
     published = write_tiny_dataset(tmp_path / "va")

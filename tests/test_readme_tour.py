@@ -10,7 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from tests.support.openai_server import OpenAIStub, Reply
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.core.budget import Budget
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.endpoints.client import Endpoint, EndpointConfig, RejectedError, TransientEndpointError
 from arena.core.task import TaskRef
 from arena.core.trajectory import Episode

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.runs.config import RunConfig
 from arena.judges.agreement import agreement
 from arena.judges.stats import cohen_kappa

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.runs.config import RunConfig
-from arena.runs.replay import check_episode
-from arena.runs.rundata import load_run
+from arena.review.replay import check_episode
+from arena.review.rundata import load_run
 from arena.runs.runner import run
 
 SCRIPT = [{"tool": "image_zoom_in_tool", "arguments": {"bbox_2d": [700, 50, 1000, 250], "label": "sign"}},

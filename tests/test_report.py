@@ -7,11 +7,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.runs.config import RunConfig
-from arena.runs.plot import sweep_lines
-from arena.runs.report import build_report
-from arena.runs.rundata import load_run
+from arena.review.plot import sweep_lines
+from arena.review.report import build_report
+from arena.review.rundata import load_run
 from arena.runs.runner import run
 
 EVIL = "<script>alert(1)</script>"
@@ -74,11 +74,11 @@ def test_streamed_tables_equal_those_computed_from_episode_objects(tmp_path: Pat
     figures computed from every Episode and Verdict object (the functions the report used before) agree."""
     import asyncio
 
-    from arena.runs.failures import LABELS, failure_counts
+    from arena.review.failures import LABELS, failure_counts
     from arena.runs.prefix import model_call_counts
     from arena.judges.agreement import agreements
     from arena.runs.rejudge import rejudge
-    from arena.runs.report import SHORT_LABELS, agreement_table, calls_table, failure_table
+    from arena.review.report import SHORT_LABELS, agreement_table, calls_table, failure_table
 
     result = make(tmp_path, "paris", "Paris")
     asyncio.run(rejudge(result.run_dir, "normalized-strict"))

@@ -9,10 +9,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from arena.core.dataset import load_datasets
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.runs.config import RunConfig
-from arena.runs.report import build_report
-from arena.runs.rundata import load_run
+from arena.review.report import build_report
+from arena.review.rundata import load_run
 from arena.runs.runner import run
 
 

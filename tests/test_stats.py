@@ -16,9 +16,9 @@ from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 from arena.judges.metrics import summarize
 from arena.judges.stats import bootstrap_ci, majority_at_k, mcnemar_exact, pass_at_k
-from arena.runs.analysis import episode_rows, load_run_frames
-from arena.runs.cli.main import app
-from arena.runs.rundata import load_run
+from arena.review.analysis import episode_rows, load_run_frames
+from arena.cli.main import app
+from arena.review.rundata import load_run
 from arena.store.store import RunStore
 from tests.support.tiny_dataset import write_tiny_dataset
 

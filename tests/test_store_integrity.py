@@ -22,7 +22,7 @@ from arena.core.dataset import load_datasets
 from arena.core.jsonl import append_line
 from arena.judges.llm import JudgeCache
 from arena.judges.metrics import summarize
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.runs.config import RunConfig
 from arena.store.lock import RunLock, RunLockedError
 from arena.store.run_index import INDEX_NAME, EpisodeIndex

@@ -11,8 +11,8 @@ import pytest
 from arena.core.trajectory import episode_key
 from arena.runs.config import AgentChoice, RunConfig
 from arena.runs.prefix import model_call_counts
-from arena.runs.report import build_report, sweep_tables
-from arena.runs.rundata import load_run
+from arena.review.report import build_report, sweep_tables
+from arena.review.rundata import load_run
 from arena.runs.runner import run
 from arena.store.store import RunStoreError
 from tests.support.openai_server import OpenAIStub, Reply

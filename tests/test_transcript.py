@@ -10,11 +10,11 @@ from typer.testing import CliRunner
 
 from arena.core.blobs import BlobStore
 from arena.store.calls import TranscriptWriter
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.runs.config import AgentChoice, RunConfig
 from arena.runs.fork import fork_config
-from arena.runs.replay import calls_by_step
-from arena.runs.rundata import load_run
+from arena.review.replay import calls_by_step
+from arena.review.rundata import load_run
 from arena.runs.runner import run
 from arena.store.store import RunStore
 from tests.support.openai_server import OpenAIStub, Reply

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.runs.config import RunConfig
-from arena.runs.rundata import load_run
+from arena.review.rundata import load_run
 from arena.runs.runner import run
-from arena.runs.viewer import build_viewer, viewer_data, write_viewer
+from arena.review.viewer import build_viewer, viewer_data, write_viewer
 
 playwright_api = pytest.importorskip("playwright.async_api")
 

@@ -15,9 +15,9 @@ from arena.core.world import WORLD_BUILDERS
 from arena.store.calls import read_calls
 from arena.runs.config import RunConfig
 from arena.runs.plugins import load_plugins
-from arena.runs.rundata import load_run
+from arena.review.rundata import load_run
 from arena.runs.runner import run
-from arena.runs.viewer import write_viewer
+from arena.review.viewer import write_viewer
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.test_viewer import PAYLOAD, open_page
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.core.tool import ToolOptions
 from arena.runs.config import RunConfig
 from arena.runs.runner import RunResult, run

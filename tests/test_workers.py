@@ -17,10 +17,10 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.store.calls import read_calls
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.runs.config import AgentChoice, RunConfig
 from arena.runs.fork import fork_config
-from arena.runs.rundata import load_run
+from arena.review.rundata import load_run
 from arena.runs.runner import run
 from arena.store.store import RunStore
 from arena.runs.workers import WorkerBackend, WorkerError, worker_main

@@ -128,3 +128,8 @@ class Episode(BaseModel):
     format: int = 1
     """The run-directory format the record was written in (set by the store: `arena.store.records.FORMAT_VERSION`);
     records from before the format was versioned read as 1."""
+
+
+def played_rounds(episode: Episode) -> list[Step]:
+    """The episode's rounds (its steps without the final tool-less answer turn)."""
+    return [s for s in episode.steps if not s.final_turn]

@@ -22,19 +22,21 @@ from arena.store.calls import read_calls
 
 from .config import AgentChoice, ForkSource, RunConfig
 from .prefix import played_rounds
-from .rundata import RunData
+from arena.store.read import Run
 from .config import slug
 from arena.store.store import RunStore
 
 
-def fork_config(run: RunData, episode_ref: str, at_round: int, choice: AgentChoice, *,
+def fork_config(run: Run, episode_ref: str, at_round: int, choice: AgentChoice, *,
                 repeats: int = 1, max_rounds: int | None = None, run_id: str | None = None,
                 out: str | None = None, prefix_mode: Literal["reuse", "replay"] = "reuse",
                 judge: str | None = None) -> RunConfig:
-    """The configuration of a fork of episode `episode_ref` (id, id prefix or key) of `run` at round `at_round`."""
-    base = run.config()
-    if base is None:
-        raise ValueError(f"{run.store.run_json}: field config: cannot be read back as a run configuration")
+    """The configuration of a fork of episode `episode_ref` (id, id prefix or key) of `run` (`arena.store.open_run`;
+    anything with its `store`, `run_id` and `find`) at round `at_round`."""
+    try:
+        base = RunConfig.model_validate(run.store.info().get("config") or {})
+    except ValueError:
+        raise ValueError(f"{run.store.run_json}: field config: cannot be read back as a run configuration") from None
     episode = run.find(episode_ref)
     budget = max_rounds or episode.budget.max_rounds
     if at_round > budget:

@@ -38,12 +38,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from arena.core.trajectory import Episode, Step
-
-
-def played_rounds(episode: Episode) -> list[Step]:
-    """The episode's rounds (its steps without the final tool-less answer turn)."""
-    return [s for s in episode.steps if not s.final_turn]
+from arena.core.trajectory import Episode, Step, played_rounds  # noqa: F401 (re-exported)
 
 
 @dataclass

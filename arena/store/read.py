@@ -26,7 +26,7 @@ from arena.core.verdict import Verdict, judge_for_task
 from .calls import read_calls
 from .migrate import judge_of
 from .records import RunInfo
-from .scan import RunScan, TaskJudge, scan_run
+from .scan import RunScan, TaskJudge, reader_index, scan_run
 from .store import RunStore, read_records
 
 if TYPE_CHECKING:
@@ -77,6 +77,10 @@ class Run:
         rebuilt exactly as the server got it (`arena.store.calls.read_calls`)."""
         return read_calls(self.store.dir, episode)
 
+    def find(self, ref: str) -> Episode:
+        """One episode by id, id prefix, key, or task id (`find_episode`)."""
+        return find_episode(self.store, ref)
+
     def blob(self, blob_id: str) -> bytes:
         """A stored blob's bytes (an image an episode refers to, or a JSON value a call refers to)."""
         return self.store.blobs.get(blob_id)
@@ -115,6 +119,28 @@ class Run:
             cols[f"score[{judge}]"] = [None if o is None else (o[0] if o[2] is None else 0.0) for o in other]
             cols[f"correct[{judge}]"] = [None if o is None else bool(o[2] is None and o[1]) for o in other]
         return pd.DataFrame(cols)
+
+
+def find_episode(store: RunStore, ref: str) -> Episode:
+    """An episode by id, id prefix, key, or task id (when that task has one episode); looked up in the
+    episode index, only the match is parsed."""
+    index = reader_index(store)
+    current = list(index.latest().values())
+    matches = [e for e in current if e.id == ref or e.key == ref]
+    if not matches:
+        matches = [e for e in current if e.key.startswith(ref + "|")]
+    if not matches:
+        matches = [e for e in current if e.id.startswith(ref)]
+    if not matches:
+        matches = [e for e in index.entries if e.id == ref or e.id.startswith(ref)]
+    if not matches:
+        matches = [e for e in current if e.task_id == ref]
+    if len(matches) != 1:
+        what = "no episode" if not matches else f"{len(matches)} episodes"
+        keys = "".join(f"\n  {e.key}" for e in matches[:20])
+        raise ValueError(f"{store.episodes_path}: {what} match {ref!r} (give an episode id, id prefix, "
+                         f"key, or a key's leading fields such as TASK|SETTING|N){keys}")
+    return store.read_episode(matches[0])
 
 
 def open_run(path: str | Path, judge: str | None = None) -> Run:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from arena.core.tool import ToolOptions
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 
@@ -27,7 +28,7 @@ lines, `version` 2 in run.json (nothing else changed: a format-1 run reads as it
 
 RECORD_VERSION = FORMAT_VERSION  # the name run.json's writer used before the format had one version
 
-__all__ = ["FORMAT_VERSION", "RunInfo", "Episode", "Verdict", "CallRecord", "SummaryGroup", "RunSummary"]
+__all__ = ["FORMAT_VERSION", "RunInfo", "Episode", "Verdict", "CallRecord", "DataSource", "SummaryGroup", "RunSummary"]
 
 
 class RunInfo(BaseModel):
@@ -50,6 +51,21 @@ class RunInfo(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     created: str | None = None
     resumed: int = 0
+
+
+class DataSource(BaseModel):
+    """Where a run's tasks come from, as its run.json config records it (the fields reviewing needs to load the
+    tasks again, or replay an episode's tools against its world; the whole config is `arena.runs.config.RunConfig`).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    data: str
+    root: str | None = None
+    fmt: str | None = None
+    corpus: str | None = None
+    protocol: str | None = None
+    tool_options: ToolOptions = Field(default_factory=ToolOptions)
 
 
 class CallRecord(BaseModel):

@@ -16,7 +16,7 @@ import json
 from PIL import Image
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from tests.support.openai_server import OpenAIStub, Reply
 
 runner = CliRunner()

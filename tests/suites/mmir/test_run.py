@@ -109,7 +109,7 @@ def test_a_judge_less_run_with_open_ended_items_refuses_to_start(world: Path, tm
     runs or is written, naming how many tasks and why (issue 16, item 2)."""
     from typer.testing import CliRunner
 
-    from arena.runs.cli.main import app
+    from arena.cli.main import app
 
     tasks = [t for t in load_datasets(world)[0].tasks if t.id.endswith(":open")][:2]
     script = {t.id: [{"answer": "<ans>element 1</ans>"}] for t in tasks}

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.core.dataset import DatasetError, load_datasets
 from arena.suites.vistahop.parquet import ParquetImages
 

@@ -16,7 +16,7 @@ import re
 
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from tests.suites.vistahop.test_published import ref_llm_score, ref_mcq_correct
 from tests.suites.vistahop.test_published_run import published_judge
 from tests.support.openai_server import OpenAIStub

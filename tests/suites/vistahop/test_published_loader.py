@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.core.dataset import DatasetError, load_datasets
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from tests.suites.vistahop.test_published import ref_llm_score, ref_mcq_correct
 from tests.suites.vistahop.test_published_run import published_judge
 from tests.support.openai_server import OpenAIStub

@@ -9,7 +9,7 @@ import re
 
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.tiny_dataset import scene
 from tests.suites.vistahop.test_published import (EM_OUTPUTS, MCQ_OUTPUTS, judge_says, recorded, ref_llm_score,

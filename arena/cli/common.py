@@ -18,11 +18,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from arena.review.rundata import RunData, load_run
 from arena.runs.config import RunConfig
+from arena.runs.plugins import load_plugins
 from arena.runs.runner import RunResult, execute
 from arena.runs.stops import FAILED
 from arena.store.store import RunStore
-from arena.runs.table import judge_warnings, repeat_lines, suite_headlines, summary_table, support_lines
+from arena.review.table import judge_warnings, repeat_lines, suite_headlines, summary_table, support_lines
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -234,3 +236,10 @@ def finish_run(result: RunResult, lines: Sequence[str] = ()) -> None:
         console.print(f"[red]run incomplete:[/red] {problem}", highlight=False)
     if problems:
         raise typer.Exit(1)
+
+
+def review_run(run_dir: str | Path, judge: str | None = None) -> RunData:
+    """A run read back for a reviewing command, the plug-ins loaded first (reviewing code loads none itself: the
+    suites' loaders give a run's task metadata, the tools replay its calls)."""
+    load_plugins()
+    return load_run(run_dir, judge)

@@ -9,7 +9,7 @@ import orjson
 import typer
 
 from arena.store.calls import CALLS_FILE, read_calls
-from arena.runs.replay import message_line
+from arena.review.replay import message_line
 from arena.store.store import RunStore, RunStoreError
 
 from .common import fail

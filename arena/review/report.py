@@ -3,7 +3,7 @@
 Tables: every (agent, setting, N) group (VistaHop Table 4 layout); for each (agent,
 setting) swept over budgets, the Table 5 layout (rows N = ..., Pass@1 ± std over
 repeats, L1/L2/L3, average tool calls and rounds, tool utilisation); Pass@1 per
-category; the suites' tables in their papers' layouts (`arena.runs.suite_tables`: CARV Table 2, UReason per
+category; the suites' tables in their papers' layouts (`arena.review.suite_tables`: CARV Table 2, UReason per
 setting with Δ, MM-CondChain per domain) and every suite figure flat; failure
 taxonomy; judge agreement; model calls made and saved by prefix sharing.
 """
@@ -92,7 +92,7 @@ def repeats_table(runs: list[RunData]) -> Table | None:
 
 
 def compare_tables(runs: list[RunData]) -> list[Table]:
-    """With two runs or more: each run paired with the first on the tasks they share (`arena.runs.compare`)."""
+    """With two runs or more: each run paired with the first on the tasks they share (`arena.review.compare`)."""
     tables = []
     for other in runs[1:]:
         try:
@@ -158,7 +158,7 @@ SHORT_LABELS = {"error": "error", "budget_exhausted": "budget out", "no_answer":
 
 
 def failure_table(runs: list[RunData]) -> Table:
-    """Episodes per failure label (columns) for each group (rows); see `arena.runs.failures`. One streaming pass
+    """Episodes per failure label (columns) for each group (rows); see `arena.review.failures`. One streaming pass
     over each run's episode records (`failure_groups`): no Episode objects."""
     several = len(runs) > 1
     table = Table("Failure taxonomy (episodes per label)",

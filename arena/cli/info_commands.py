@@ -13,11 +13,10 @@ from arena.core.judge import JUDGES
 from arena.core.settings import SETTINGS
 from arena.core.tool import TOOLS
 from arena.core.world import WORLD_BUILDERS
-from arena.runs.demo import run_demo
+from arena.cli.demo import run_demo
 from arena.runs.plugins import load_plugins
-from arena.runs.rundata import load_run
 
-from .common import console, fail, print_summary
+from .common import console, fail, print_summary, review_run
 
 app = typer.Typer()
 
@@ -28,7 +27,7 @@ def summary(run_dir: Path = typer.Argument(..., help="Run directory."),
                                                 "scored with).")) -> None:
     """Recompute a run's metrics from episodes.jsonl and verdicts.jsonl and print them."""
     try:
-        run = load_run(run_dir, judge)
+        run = review_run(run_dir, judge)
         result = run.summary
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))

@@ -29,11 +29,9 @@ from arena.core.blobs import BlobStore
 from arena.core.dataset import load_datasets
 from arena.core.episode import EpisodeSpec, run_episode
 from arena.core.tool import TOOLS
-from arena.core.trajectory import Episode, Observation, Step
+from arena.core.trajectory import Episode, Observation, Step, played_rounds
 from arena.core.verdict import Verdict
 
-from .prefix import played_rounds
-from .plugins import load_plugins
 from .rundata import RunData
 
 
@@ -195,14 +193,14 @@ def compare(recorded: Observation | None, replayed: Observation | None) -> list[
 
 
 async def check_episode(run: RunData, episode: Episode) -> list[Difference]:
-    """Re-execute the episode's recorded tool calls against its world; the observations that differ."""
-    config = run.config()
+    """Re-execute the episode's recorded tool calls against its world; the observations that differ. The tools and
+    loaders are those registered: the caller loads the plug-ins first (`arena.runs.plugins.load_plugins`)."""
+    config = run.data_source()
     if config is None:
         raise ValueError(f"{run.store.run_json}: field config: cannot be read back as a run configuration")
     rounds = [s for s in played_rounds(episode) if s.action != "answer"]
     if not rounds:
         return []
-    load_plugins()
     datasets = load_datasets(config.data, config.root, config.fmt, original_only=config.protocol == "original")
     if config.corpus:
         for dataset in datasets:

@@ -1,10 +1,10 @@
 """A run as pandas DataFrames, for analysis in a notebook, and `arena export`.
 
-    from arena.runs.analysis import load_run_frames
+    from arena.review.analysis import load_run_frames
     frames = load_run_frames("logs/<run-id>")          # the run's own judge; judge="llm" for another
     frames.episodes.groupby(["setting", "max_rounds"])["score"].mean() * 100   # = Pass@1 of `arena summary`
 
-(`arena/` is the core and cannot import `runs/`, so the API lives here: `from arena.runs.analysis import load_run_frames`;
+(`arena/` is the core and cannot import `runs/`, so the API lives here: `from arena.review.analysis import load_run_frames`;
 pandas is imported when a frame is made, so that importing `runs` or starting `arena` does not load it.)
 
 - `episodes`: one row per episode (the latest record of each grid key): identity (run, episode id, key, task,

@@ -21,26 +21,26 @@ from arena.judges.protocols import default_protocol
 from arena.runs.config import AgentChoice, EndpointLimit, RunConfig
 from arena.judges.run_summary import summarize_scan
 from arena.store.doctor import check_run
+from arena.store.read import open_run
 from arena.store.migrate import protocol_of, resume_fields
 from arena.runs.fork import fork_config
 from arena.runs.plugins import accepted_options, load_plugins
 from arena.runs.pricing import parse_price
 from arena.runs.rejudge import rejudge
 from arena.store.calls import read_calls
-from arena.runs.replay import check_episode, show_episode
-from arena.runs.report import build_report
-from arena.runs.rundata import load_run
-from arena.runs.serve import serve_viewer
+from arena.review.replay import check_episode, show_episode
+from arena.review.report import build_report
+from arena.review.serve import serve_viewer
 from arena.store.store import RunStore
-from arena.runs.analysis import export_episodes
-from arena.runs.compare import COLUMNS, compare_runs
-from arena.runs.table import fmt as fmt_value
-from arena.runs.table import judge_warnings
+from arena.review.analysis import export_episodes
+from arena.review.compare import COLUMNS, compare_runs
+from arena.review.table import fmt as fmt_value
+from arena.review.table import judge_warnings
 from arena.runs.validate import check_tool_options
-from arena.runs.viewer import write_viewer
+from arena.review.viewer import write_viewer
 
 from .common import (config_file_callback, console, execute_with_progress, fail, finish_run, parse_kv,
-                     plain_hooks, print_summary, split_values)
+                     plain_hooks, print_summary, review_run, split_values)
 
 app = typer.Typer()
 
@@ -450,7 +450,7 @@ def report(runs: list[Path] = typer.Argument(..., help="Run directories (two or 
     """Summary tables (Table 4/5 layouts, CIs, pass@k, categories, failures, agreement, paired comparison) and
     the sweep plot, as HTML and PNG."""
     try:
-        data = [load_run(r, judge) for r in runs]
+        data = [review_run(r, judge) for r in runs]
         built = build_report(data)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
@@ -472,7 +472,7 @@ def compare(run_a: Path = typer.Argument(..., help="Run A (the baseline)."),
     """Paired comparison of two runs on the tasks they share: Pass@1 difference with a 95 % bootstrap CI,
     McNemar's exact test, tasks won and lost."""
     try:
-        a, b = load_run(run_a, judge), load_run(run_b, judge)
+        a, b = review_run(run_a, judge), review_run(run_b, judge)
         pairs = compare_runs(a, b)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
@@ -492,9 +492,9 @@ def export(run_dir: Path = typer.Argument(..., help="Run directory."),
            out: Optional[Path] = typer.Option(None, help="Output file (default: RUN/export.FORMAT)."),
            judge: Optional[str] = typer.Option(None, help=JUDGE_HELP)) -> None:
     """One row per episode (verdicts, tokens, cost, seconds, finish reason, level, category) as CSV, Parquet or
-    JSON lines; in Python: `arena.runs.analysis.load_run_frames(RUN)`."""
+    JSON lines; in Python: `arena.review.analysis.load_run_frames(RUN)`."""
     try:
-        run = load_run(run_dir, judge)
+        run = review_run(run_dir, judge)
         path = export_episodes(run, out or run_dir / f"export.{fmt}", fmt)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
@@ -520,7 +520,7 @@ def view(runs: list[Path] = typer.Argument(..., help="A run directory, or two to
     if layout not in ("auto", "single", "sharded"):
         fail(f"--layout must be auto, single or sharded, got {layout!r}")
     try:
-        data = [load_run(r, judge) for r in runs]
+        data = [review_run(r, judge) for r in runs]
         target = out or (runs[0] / ("viewer.html" if len(runs) == 1 else f"compare-{runs[1].resolve().name}.html"))
         path = write_viewer(data, target, max_side=max_side, single=None if layout == "auto" else layout == "single")
     except (ValueError, RuntimeError, OSError) as exc:
@@ -547,7 +547,7 @@ def replay(run_dir: Path = typer.Argument(..., help="Run directory."),
     """Step through a recorded episode (with the model calls made for each step, as recorded); --check
     re-executes its tool calls against the world."""
     try:
-        run = load_run(run_dir, judge)
+        run = review_run(run_dir, judge)
         run.episodes  # read (and checked) here, so a corrupt store is one error line
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
@@ -617,7 +617,7 @@ def fork(run_dir: Path = typer.Argument(..., help="Run directory of the episode 
                "script": str(script) if script else None}
     choice = agent_choices([agent], [model] if model else [], offered, parse_kv(agent_option, "--agent-option"))[0]
     try:
-        config = fork_config(load_run(run_dir), episode, at_round, choice, repeats=repeats, max_rounds=max_rounds,
+        config = fork_config(open_run(run_dir), episode, at_round, choice, repeats=repeats, max_rounds=max_rounds,
                              run_id=run_id, out=str(out) if out else None,
                              prefix_mode="replay" if replay_tools else "reuse", judge=judge)
         result = execute_with_progress(config, announce=protocol_line(config, "as recorded"))

@@ -8,11 +8,10 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from arena.runs.agreement import agreement_report
-from arena.runs.annotate import write_annotation_page
-from arena.runs.rundata import load_run
+from arena.review.agreement import agreement_report
+from arena.review.annotate import write_annotation_page
 
-from .common import console, fail, split_values
+from .common import console, fail, review_run, split_values
 
 app = typer.Typer()
 
@@ -28,7 +27,7 @@ def annotate(run_dir: Path = typer.Argument(..., help="Run directory."),
              out: Optional[Path] = typer.Option(None, help="HTML file (default: RUN/annotate-SEED.html).")) -> None:
     """Write a self-contained HTML page where a person labels a stratified sample of the run's answers."""
     try:
-        run = load_run(run_dir, judge)
+        run = review_run(run_dir, judge)
         path, count = write_annotation_page(run, out or run_dir / f"annotate-{seed}.html", sample,
                                             [s for s in split_values([stratify]) if s], seed)
     except (ValueError, RuntimeError, OSError) as exc:
@@ -43,7 +42,7 @@ def agreement_cmd(run_dir: Path = typer.Argument(..., help="Run directory."),
                                                       "(default: the judge the run was scored with).")) -> None:
     """Agreement of human labels with the judge (percent, Cohen's kappa) and across annotators (Fleiss' kappa)."""
     try:
-        run = load_run(run_dir, judge)
+        run = review_run(run_dir, judge)
         report = agreement_report(run, labels)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))

@@ -7,8 +7,8 @@ where the runs differ) over a compact index of every episode; a sortable, paged 
 per episode the full trajectory: the model's text, each tool call with its arguments, crop
 boxes drawn on the image they were cut from, returned crops, search results with their
 thumbnails, browser screenshots, per-step seconds and tokens, the request each step sent
-(from calls.jsonl, `arena.runs.model_input`), the gold path beside the steps with the first
-divergence (`arena.runs.gold_view`), the verdict and its reason, the task's budget variants, a
+(from calls.jsonl, `arena.review.model_input`), the gold path beside the steps with the first
+divergence (`arena.review.gold_view`), the verdict and its reason, the task's budget variants, a
 permalink; images zoom to full resolution.
 
 One streaming pass over the run (trajectories parsed one at a time with orjson)
@@ -46,15 +46,15 @@ from PIL import Image
 from arena.endpoints.client import parse_body
 from arena.judges.metrics import judge_for_task
 
-from .failures import LABELS, Record, classify
-from .gold_view import gold_view
-from .model_input import CallIndex, episode_inputs
-from .report import SHORT_LABELS, Table, groups_table
+from arena.review.failures import LABELS, Record, classify
+from arena.review.gold_view import gold_view
+from arena.review.model_input import CallIndex, episode_inputs
+from arena.review.report import SHORT_LABELS, Table, groups_table
 from arena.store.run_index import Entry, scan_lines
-from .rundata import RunData
+from arena.review.rundata import RunData
 from arena.store.scan import TaskJudge, reader_index
 from arena.store.store import RunStoreError
-from .viewer_page import CSS, JS, TEMPLATE
+from .assets import CSS, JS, TEMPLATE
 
 CROP_TOOL = "image_zoom_in_tool"
 MAX_TEXT = 20_000

@@ -1,58 +1,4 @@
-"""The viewer's page: its HTML template, style and script (data and shards come from `arena.runs.viewer`).
 
-The script reads the index from a JSON block, draws the table over it (sortable, paged, filtered), and loads
-an episode's shard (and the image shards it needs) when the episode is opened. Everything from the run reaches
-the page through `textContent`, element attributes set from script, or data URLs; never as HTML.
-"""
-
-TEMPLATE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline' 'self'">
-<link rel="icon" href="data:,">
-<title>%TITLE%</title><style>%CSS%</style></head>
-<body>
-<h1>%TITLE%</h1>
-<div id="judges"></div>
-<div id="zoom" hidden><p id="zoom-note"></p><img id="zoom-img" alt="zoomed image"></div>
-<details id="summary"><summary>Summary and failure taxonomy</summary>%SUMMARY%</details>
-<div id="filters"></div>
-<p id="count"></p>
-<div id="pager"></div>
-<table id="episodes"><thead id="head"></thead><tbody id="rows"></tbody></table>
-<script type="application/json" id="index">%INDEX%</script>
-%SHARDS%<script>%JS%</script>
-</body></html>
-"""
-
-CSS = """
-body{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#1d1d1f;background:#fafafa}
-h1{font-size:18px}table{border-collapse:collapse}th,td{border:1px solid #ddd;padding:3px 6px;vertical-align:top}
-th{background:#f0f0f0;text-align:left}#summary table td{text-align:right}#summary h2{font-size:14px}
-#filters{display:flex;flex-wrap:wrap;gap:8px;margin:10px 0}#filters label{display:flex;gap:4px;align-items:center}
-tr.row{cursor:pointer}tr.row:hover{background:#eef4ff}.ok{color:#0a7a2f;font-weight:600}.bad{color:#b3261e;font-weight:600}
-.na{color:#888}.q{max-width:520px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
-.detail>td{background:#fff}.cols{display:flex;gap:12px;align-items:flex-start}.col{flex:1;min-width:0}
-.step{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:6px;background:#fcfcfc}
-.step h4{margin:0 0 4px;font-size:13px}.err{color:#b3261e}pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;
-background:#f5f5f5;padding:4px;border-radius:4px;max-height:360px;overflow:auto}
-.shot{position:relative;display:inline-block;max-width:100%}.shot img{display:block;max-width:100%;max-height:420px}
-.box{position:absolute;border:2px solid #ff1f5a;box-shadow:0 0 0 1px #fff}.gallery{display:flex;flex-wrap:wrap;gap:6px}
-.gallery figure{margin:0;max-width:260px}.gallery img{max-width:260px;max-height:260px;display:block}
-figcaption{font-size:11px;color:#555}.tag{display:inline-block;background:#eee;border-radius:3px;padding:0 4px;margin:1px;
-font-size:11px}.head{background:#f3f6fb;border-radius:6px;padding:6px}.note{color:#a60}
-th.sortable{cursor:pointer;user-select:none}th.sortable:hover{background:#e4e8f0}
-.trace{display:flex;gap:10px;align-items:flex-start}.steps{flex:3;min-width:0}.gold{flex:2;min-width:0;position:sticky;top:0;
-border:1px solid #c9b458;background:#fffbe8;border-radius:6px;padding:6px}.gold table{width:100%}
-tr.diverge td,.step.diverge{background:#ffe9e6;border-color:#b3261e}.badge{background:#b3261e;color:#fff;border-radius:3px;
-padding:0 4px;font-size:11px;margin-left:6px}.timing{color:#555;font-weight:normal;font-size:11px;margin-left:8px}
-img.zoomable{cursor:zoom-in}#zoom{position:fixed;inset:0;background:rgba(0,0,0,.85);z-index:10;overflow:auto;cursor:zoom-out;
-text-align:center}#zoom img{max-width:none;margin:8px auto;display:block}#zoom p{color:#fff;margin:6px}
-.variants button{margin:1px 3px;font-size:12px}.msg{border-left:3px solid #99b;padding-left:6px;margin:4px 0}
-.msg .role{font-weight:600}.msg .thumb{max-width:160px;max-height:160px;display:inline-block;margin:2px}tr.focus{outline:2px solid #4a7bd0}
-"""
-
-
-JS = r"""
 "use strict";
 const IDX = JSON.parse(document.getElementById("index").textContent);
 const S = IDX.strings;
@@ -85,7 +31,7 @@ function load(kind, n) {
   if (inline) { SHARDS[kind][n] = JSON.parse(inline.textContent); return Promise.resolve(SHARDS[kind][n]); }
   return script(`${IDX.dir}/${kind}-${String(n).padStart(5, "0")}.js`, kind + n, () => SHARDS[kind][n]);
 }
-function fullImage(id) {  // the image as stored, at full resolution (arena.runs.viewer.full_name)
+function fullImage(id) {  // the image as stored, at full resolution (arena.review.viewer.full_name)
   const hex = String(id).split(":").slice(1).join(":").split(".")[0];
   if (!IDX.full || !/^[0-9a-f]{64}$/.test(hex)) return Promise.reject(new Error("no full-resolution copy next to this page"));
   return script(`${IDX.full}/f-${hex}.js`, "f" + hex, () => SHARDS.f[id]);
@@ -106,7 +52,7 @@ async function episode(no) {
   for (const n of new Set([...ids].map(imageShard))) Object.assign(IMG, await load("i", n));
   return ep;
 }
-function imageShard(id) {  // as arena.runs.viewer.image_shard
+function imageShard(id) {  // as arena.review.viewer.image_shard
   const digits = String(id).split(":").slice(1).join(":").slice(0, 8);
   return /^[0-9a-f]{8}$/.test(digits) ? parseInt(digits, 16) % IDX.imageShards : 0;
 }
@@ -487,4 +433,3 @@ buildHead();
 filter();
 openHash().catch(err => { document.getElementById("count").textContent = String(err.message || err); })
           .finally(() => { document.body.dataset.ready = "1"; });
-"""

@@ -43,7 +43,7 @@ _normalized = lru_cache(maxsize=16384)(normalize_answer)
 
 class Record:
     """Attribute access over a parsed JSON episode or verdict, for code written against the pydantic records
-    (`episode_view`, `arena.runs.failures.classify`) without building them: parsing 100,000 trajectories with
+    (`episode_view`, `arena.review.failures.classify`) without building them: parsing 100,000 trajectories with
     pydantic costs ~3x what orjson does. Nested records (task, budget, totals, steps, observation) are
     wrapped; free-form fields (arguments, data, meta, calls_per_tool) stay plain dicts."""
 

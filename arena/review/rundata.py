@@ -14,12 +14,12 @@ from arena.judges.metrics import AUTO, latest_verdicts
 
 from arena.core.dataset import load_datasets
 
-from .config import RunConfig
 from .failures import taxonomy
-from .plugins import load_plugins
 from arena.judges.run_summary import summarize_scan
 from arena.store.scan import RunScan, reader_index, scan_run
 from arena.store.migrate import judge_of
+from arena.store.read import find_episode
+from arena.store.records import DataSource
 from arena.store.store import RunStore
 
 
@@ -70,22 +70,23 @@ class RunData:
 
     @cached_property
     def failures(self) -> dict[str, list[str]]:
-        """Episode id -> its failure labels (`arena.runs.failures`)."""
+        """Episode id -> its failure labels (`arena.review.failures`)."""
         return taxonomy(self.episodes, self.chosen, self.verdicts, self.tasks)
 
-    def config(self) -> RunConfig | None:
+    def data_source(self) -> DataSource | None:
+        """Where the run's tasks come from (run.json's config), None when it cannot be read back."""
         try:
-            return RunConfig.model_validate(self.info.get("config") or {})
+            return DataSource.model_validate(self.info.get("config") or {})
         except ValueError:
             return None
 
     @cached_property
     def tasks(self) -> dict[str, Task]:
-        """The run's tasks with their metadata, when its data can still be loaded (else empty, with a note)."""
-        config = self.config()
+        """The run's tasks with their metadata, when its data can still be loaded (else empty, with a note). The
+    loaders are those registered: the caller loads the plug-ins first (`arena.runs.plugins.load_plugins`)."""
+        config = self.data_source()
         if config is None:
             return {}
-        load_plugins()
         try:
             datasets = load_datasets(config.data, config.root, config.fmt,
                                      original_only=config.protocol == "original")
@@ -95,25 +96,8 @@ class RunData:
         return {t.id: t for d in datasets for t in d.tasks}
 
     def find(self, ref: str) -> Episode:
-        """An episode by id, id prefix, key, or task id (when that task has one episode); looked up in the
-        episode index, only the match is parsed."""
-        index = reader_index(self.store)
-        current = list(index.latest().values())
-        matches = [e for e in current if e.id == ref or e.key == ref]
-        if not matches:
-            matches = [e for e in current if e.key.startswith(ref + "|")]
-        if not matches:
-            matches = [e for e in current if e.id.startswith(ref)]
-        if not matches:
-            matches = [e for e in index.entries if e.id == ref or e.id.startswith(ref)]
-        if not matches:
-            matches = [e for e in current if e.task_id == ref]
-        if len(matches) != 1:
-            what = "no episode" if not matches else f"{len(matches)} episodes"
-            keys = "".join(f"\n  {e.key}" for e in matches[:20])
-            raise ValueError(f"{self.store.episodes_path}: {what} match {ref!r} (give an episode id, id prefix, "
-                             f"key, or a key's leading fields such as TASK|SETTING|N){keys}")
-        return self.store.read_episode(matches[0])
+        """An episode by id, id prefix, key, or task id (`arena.store.read.find_episode`)."""
+        return find_episode(self.store, ref)
 
 
 run_judge = judge_of  # the judge a run was scored with (`arena.store.migrate.judge_of`: older runs' rules)

@@ -23,7 +23,7 @@ from arena.runs.fork import fork_config
 from arena.review.rundata import load_run
 from arena.runs.runner import run
 from arena.store.store import RunStore
-from arena.runs.workers import WorkerBackend, WorkerError, worker_main
+from arena.runs.backends.worker_backend import WorkerBackend, WorkerError, worker_main
 from tests.support.openai_server import OpenAIStub, Reply
 from tests.support.real_server import RealServer, Rules
 from tests.support.tiny_dataset import write_tiny_dataset
@@ -200,7 +200,7 @@ def test_a_worker_sends_each_blob_to_the_driver_once_and_the_run_stores_every_bl
     """The driver confirms the blobs of each episode it stored (`("stored", ids)`): a worker does not send them
     again, so six episodes over one task image bring it at most once per worker (two workers, one episode each at
     a time); every blob the episodes and their recorded calls name is in the run's store."""
-    import arena.runs.workers as workers
+    import arena.runs.backends.worker_backend as workers
 
     received: list[str] = []
     late: list[int] = []
@@ -262,7 +262,7 @@ def run_script(script: Path, text: str) -> subprocess.CompletedProcess:
 # that searches text; run as a file so that the spawned child can import `child`.
 LOCK_IN_A_WORKER = """
 import multiprocessing
-from arena.runs.workers import worker_main
+from arena.runs.backends.worker_backend import worker_main
 
 KEPT = []
 
@@ -292,7 +292,7 @@ def test_a_worker_ending_by_os_exit_still_unlinks_the_semaphores_made_in_it(tmp_
 # A worker whose driver is gone, with a message still in its queue that nobody will read.
 UNREAD_MESSAGE = """
 import multiprocessing
-from arena.runs.workers import end_process
+from arena.runs.backends.worker_backend import end_process
 
 def child(results):
     results.put(b"x" * (4 << 20))  # more than the pipe holds: its feeder thread blocks for good

@@ -19,7 +19,7 @@ from arena.core.blobs import BlobStore
 from arena.core.jsonl import append_line
 from arena.store import file_digests
 from arena.runs.config import RunConfig
-from arena.runs.ray_backend import MemoryBlobStore
+from arena.runs.backends.ray_backend import MemoryBlobStore
 from arena.runs.runner import run
 from arena.store.writer import RunWriter, WriterBlobStore, settled
 from tests.support.openai_server import OpenAIStub, Reply

@@ -86,7 +86,7 @@ class RunConfig(BaseModel):
     ray_address: str | None = None
     ray_workers: int | None = Field(None, ge=1)
     workers: int | None = Field(None, ge=1)
-    """Worker processes playing episodes (`arena.runs.workers`; None: this process's event loop)."""
+    """Worker processes playing episodes (`arena.runs.backends.worker_backend`; None: this process's event loop)."""
     endpoint_limits: dict[str, EndpointLimit] = Field(default_factory=dict)
     fork: ForkSource | None = None
     retry_errors: bool = False

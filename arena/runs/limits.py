@@ -4,7 +4,7 @@
 Limits are keyed by base URL; the key `"*"` applies to every endpoint without its own
 entry. Agents are wrapped by `LimitedAgent` (one agent turn is one model request);
 judges' calls go through the same gate on the driver. The Ray backend shares one gate
-between all workers through a Ray actor (`arena.runs.ray_backend`).
+between all workers through a Ray actor (`arena.runs.backends.ray_backend`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Resumable: episodes already finished under the same run id are skipped, errored
 ones are run again, and finished episodes lacking a verdict are judged. Episodes are
 played by a backend: this process's event loop (asyncio), local worker processes
-(`--workers`, `arena.runs.workers`) or Ray workers (`arena.runs.ray_backend`); either way only this
+(`--workers`, `arena.runs.backends.worker_backend`) or Ray workers (`arena.runs.backends.ray_backend`); either way only this
 process writes the run store, and all its writes go through one writer thread
 (`arena.store.writer`): an episode is fsynced, with its model calls, before it is counted.
 Budget sweeps may share trajectory prefixes (`arena.runs.prefix`).
@@ -39,16 +39,16 @@ from .prefix import copied_episode, derive, failed_episode
 from .prefix import link as prefix_link
 from .pricing import cost as token_cost
 from .pricing import price_of, usage_cost
-from .ray_backend import RayBackend
 from arena.store.run_index import scan_lines
 from arena.judges.run_summary import summarize_scan
 from arena.store.scan import RunScan, model_call_counts_scan, scan_run
 from .stops import FAILED, RunStops, endpoint_label
 from arena.store.store import RunStore
 from .validate import check_judges, check_tool_options
-from .workers import WorkerBackend
 from arena.store.writer import RunWriter, settled
-from .sweep import Cell, Family, grid_size, plan
+from .sweep import Cell, Family, grid_size
+from .sweep import plan as plan_families
+from .backends import Backend, make_backend
 from .workbench import EpisodeJob, Workbench
 
 
@@ -97,32 +97,6 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return out
-
-
-class LocalBackend:
-    """Plays episodes in this process's event loop (the asyncio backend); their blobs go through the run writer."""
-
-    def __init__(self, bench: Workbench, run_id: str, store: RunStore, writer: RunWriter):
-        self.bench, self.run_id, self.store = bench, run_id, store
-        self.gate = bench.gate
-        self.blobs = writer.blobs(store.blobs.root)
-
-    async def play(self, job: EpisodeJob) -> Episode:
-        return await self.bench.play(job, self.run_id, self.blobs)
-
-    async def aclose(self) -> None:
-        """Nothing to release: the workbench is closed by the caller."""
-
-
-def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunStore, writer: RunWriter):
-    if config.backend == "ray":
-        if config.workers:
-            raise ValueError("--workers runs local worker processes under the asyncio backend; with --backend ray "
-                             "give --ray-workers")
-        return RayBackend(config, run_id, store, writer, bench.agents)
-    if config.workers:
-        return WorkerBackend(config, run_id, store, writer, bench.gate, bench.agents)
-    return LocalBackend(bench, run_id, store, writer)
 
 
 def data_warnings(bench: Workbench) -> list[str]:
@@ -193,14 +167,67 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
 
 async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start, run_id: str,
                           store: RunStore, judges: Judges, also: dict[str, list[str]]) -> RunResult:
-    tool_extras = config.tool_options.model_extra or {}
-    if tool_extras.get("web", "offline") != "offline" and not tool_extras.get("cassette"):
-        config.tool_options.cassette = str(store.dir / "cassettes.sqlite")
-    backend = None
-    writer = RunWriter()
+    """The run under its lock, in four phases: open (run.json, the backend), plan (what is left to play and to
+    judge), schedule (play, record, judge), summarise (summary.json)."""
+    session = RunSession(config, bench, store, judges, also, run_id, progress)
     try:
-        info: dict[str, Any] = {
-            "run_id": run_id, "fingerprint": config.grid_fingerprint(), "judge": config.judge or AUTO,
+        session.open(force)
+        work = session.plan()
+        if on_start:
+            on_start(work.missing + len(work.unjudged), work.grid)
+        await session.schedule(work)
+        return await session.summarise(work)
+    finally:
+        await session.close()
+
+
+@dataclass
+class Work:
+    """What a run has left (the plan phase): the grid's families, the episodes already done (key -> index
+    entry), those of them lacking the run judge's verdict, and the number of grid cells to play."""
+
+    families: list[Family]
+    done: dict[str, Any]
+    unjudged: list[Episode]
+    missing: int
+
+    @property
+    def grid(self) -> int:
+        return grid_size(self.families)
+
+
+class RunSession:
+    """One run in its phases (see `_execute_locked`); every episode is recorded by `record` and judged by
+    `judge_and_store`, whichever way it came (played, derived from a shared prefix, or only judged)."""
+
+    def __init__(self, config: RunConfig, bench: Workbench, store: RunStore, judges: Judges,
+                 also: dict[str, list[str]], run_id: str, progress: Callable[[Episode, Verdict | None], None] | None):
+        self.config, self.bench, self.store, self.judges, self.also = config, bench, store, judges, also
+        self.run_id, self.progress = run_id, progress
+        self.writer = RunWriter()
+        self.backend: Backend | None = None
+        self.judge_name = config.judge or AUTO
+        self.judge_endpoint = endpoint_of(config.judge_options)
+        self.judge_label = endpoint_label(config.judge_options)
+        self.tasks: list[asyncio.Future] = []
+        self.unwritten: list[str] = []
+        self.prefix: list[Step] = []
+        self.link: dict[str, Any] | None = None
+        self.resend: dict[str, Any] | None = None  # a fork's recorded request, sent again (arena.runs.fork)
+        self.verdicts_done: set[tuple[str, str]] = set()
+        self.done: dict[str, Any] = {}
+
+    # -- phase 1: open ---------------------------------------------------------------------------------------
+
+    def open(self, force: bool) -> None:
+        """Write (or check and update) run.json, take a fork's recorded prefix, apply learned limits, start the
+        backend and the recorder of model calls."""
+        config, bench, store = self.config, self.bench, self.store
+        tool_extras = config.tool_options.model_extra or {}
+        if tool_extras.get("web", "offline") != "offline" and not tool_extras.get("cassette"):
+            config.tool_options.cassette = str(store.dir / "cassettes.sqlite")
+        self.info: dict[str, Any] = {
+            "run_id": self.run_id, "fingerprint": config.grid_fingerprint(), "judge": config.judge or AUTO,
             "config": config.redacted(),
             "agent": bench.agents[0].describe(), "agents": [a.describe() for a in bench.agents],
             "datasets": [{"name": d.name, "source": str(d.source), "root": str(d.root), "tasks": len(d.tasks),
@@ -208,146 +235,160 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
             "versions": versions(), "git": git_hash(), "warnings": data_warnings(bench) + agent_warnings(bench),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
-        store.open(info, force=force)
-        prefix: list[Step] = []
-        resend: dict[str, Any] | None = None  # a fork's recorded request, sent again (arena.runs.fork)
+        store.open(self.info, force=force)
         if config.fork is not None:
-            prefix, link, resend = fork_prefix(config.fork, store)
-            store.update_info({"forked_from": link})
-        learned = store.info().get("learned_limits") or {}
+            self.prefix, self.link, self.resend = fork_prefix(config.fork, store)
+            store.update_info({"forked_from": self.link})
+        self.learned: dict[str, Any] = store.info().get("learned_limits") or {}
         for agent in bench.agents:
-            agent.apply_limits(learned.get(agent.id) or {})
-        backend = make_backend(config, bench, run_id, store, writer)
-        judges.write_through(writer.append_durable)
-        retried = FAILED if config.retry_errors else ("error",)
-        prices = {a.id: price_of((a.describe().get("endpoint") or {}).get("model"), config.price)
-                  for a in bench.agents}
-        stops = RunStops(threshold=config.fail_fast or 10**9, max_cost=config.max_cost,
-                         endpoints={a.id: endpoint_label(a.describe()) for a in bench.agents})
-        judge_label = endpoint_label(config.judge_options)
-        tasks: list[asyncio.Future] = []
+            agent.apply_limits(self.learned.get(agent.id) or {})
+        self.backend = make_backend(config, bench, self.run_id, store, self.writer)
+        self.judges.write_through(self.writer.append_durable)
+        self.prices = {a.id: price_of((a.describe().get("endpoint") or {}).get("model"), config.price)
+                       for a in bench.agents}
+        self.stops = RunStops(threshold=config.fail_fast or 10**9, max_cost=config.max_cost,
+                              endpoints={a.id: endpoint_label(a.describe()) for a in bench.agents})
+        self.calls = self.writer.recorder(store.dir, store.blobs.root) if config.transcript else None
+        self.slots = RunSlots(config.concurrency)
 
-        def stop_if(reason: str | None) -> None:
-            if reason:
-                for task in tasks:
-                    if task is not asyncio.current_task():
-                        task.cancel()
+    # -- phase 2: plan ---------------------------------------------------------------------------------------
 
-        def save_learned() -> None:
-            now = {a.id: a.learned_limits() for a in bench.agents if a.learned_limits()}
-            if now and now != learned:
-                learned.update(now)
-                store.update_info({"learned_limits": dict(learned)})
-        done = {key: entry for key, entry in store.index().latest().items() if entry.finish not in retried}
-        families = plan(bench)
-        judge_name = config.judge or AUTO
-        judge_endpoint = endpoint_of(config.judge_options)
-        verdicts_done = store.verdict_pairs()
-        unjudged = [store.read_episode(entry) for entry in done.values()
-                    if (entry.id, judge_for_task(entry, judge_name)) not in verdicts_done]
-        missing = sum(1 for f in families for c in f.cells if c.key not in done)
-        if on_start:
-            on_start(missing + len(unjudged), grid_size(families))
-        slots = RunSlots(config.concurrency)
+    def plan(self) -> Work:
+        """The grid's families, what of it is done (errored episodes, and with --retry-errors every failed one,
+        are played again) and the done episodes still lacking the run judge's verdict."""
+        retried = FAILED if self.config.retry_errors else ("error",)
+        self.done = {key: entry for key, entry in self.store.index().latest().items() if entry.finish not in retried}
+        families = plan_families(self.bench)
+        self.verdicts_done = self.store.verdict_pairs()
+        unjudged = [self.store.read_episode(entry) for entry in self.done.values()
+                    if (entry.id, judge_for_task(entry, self.judge_name)) not in self.verdicts_done]
+        missing = sum(1 for f in families for c in f.cells if c.key not in self.done)
+        return Work(families, self.done, unjudged, missing)
 
-        unwritten: list[str] = []
-        calls = writer.recorder(store.dir, store.blobs.root) if config.transcript else None
+    # -- phase 3: schedule -----------------------------------------------------------------------------------
 
-        async def judge_and_store(episode: Episode) -> Verdict | None:
-            async with backend.gate.slot(judge_endpoint):
-                with transcript.scope(calls, episode.key, "judge"):
-                    verdict = await judges.get(judge_for(episode, judge_name)).score(episode, store.blobs)
-            try:
-                await settled(writer.durable(store.append_verdict, verdict))
-            except (OSError, ValueError) as exc:
-                unwritten.append(f"verdict of episode {episode.key}: {type(exc).__name__}: {exc}")
-                return None
-            for judge_id in also.get(episode.task.id, []):
-                if (episode.id, judge_id) not in verdicts_done:
-                    async with backend.gate.slot(judge_endpoint):
-                        other = await judges.get(judge_id).score(episode, store.blobs)
-                    await settled(writer.durable(store.append_verdict, other))
-            return verdict
-
-        async def record(episode: Episode) -> Episode:
-            cost = usage_cost(_usage_of(episode), prices.get(episode.agent))
-            if cost is not None:
-                episode.meta["cost"] = round(cost, 8)
-            written = writer.durable(store.append_episode, episode)
-            # a stop is decided at once, so that no other request leaves while the line is being fsynced
-            stop_if(stops.observe(episode, usage_cost(_spent_usage(episode), prices.get(episode.agent))))
-            try:
-                await settled(written)
-            except (OSError, ValueError) as exc:  # the other episodes go on; the exit status says so
-                unwritten.append(f"episode {episode.key}: {type(exc).__name__}: {exc}")
-                return episode
-            save_learned()
-            async with slots.slot(judging=True):
-                verdict = await judge_and_store(episode)
-            stop_if(stops.observe_verdict(verdict, judge_label))
-            if progress:
-                progress(episode, verdict)
-            return episode
-
-        async def play(job: EpisodeJob, again: dict[str, Any] | None = None) -> Episode:
-            async with slots.slot():
-                with transcript.scope(calls, job.key, "agent", again):
-                    episode = await backend.play(job)
-            return await record(episode)
-
-        async def derive_cell(source: Episode, cell: Cell) -> None:
-            derivation = derive(source, cell.max_rounds)
-            if derivation.kind == "copy":
-                await record(copied_episode(source, key=cell.key, max_rounds=cell.max_rounds, seed=cell.seed))
-            elif derivation.kind == "error":
-                await record(failed_episode(source, key=cell.key, max_rounds=cell.max_rounds, seed=cell.seed))
-            else:
-                await play(cell.job(prefix=derivation.prefix, meta=prefix_link(source, cell.max_rounds)))
-
-        async def run_family(family: Family) -> None:
-            head, rest = family.cells[0], family.cells[1:]
-            if not family.shared:
-                if head.key not in done:
-                    meta = {"forked_from": link} if config.fork is not None else {}
-                    await play(head.job(prefix=prefix, meta=meta,
-                                        prefix_mode=config.fork.prefix_mode if config.fork else "reuse"), resend)
-                return
-            todo = [c for c in rest if c.key not in done]
-            if head.key in done and not todo:
-                return
-            source = store.read_episode(done[head.key]) if head.key in done else await play(head.job())
-            await asyncio.gather(*(derive_cell(source, cell) for cell in todo))
-
-        async def rejudge(episode: Episode) -> None:
-            async with slots.slot(judging=True):
-                verdict = await judge_and_store(episode)
-            stop_if(stops.observe_verdict(verdict, judge_label))
-            if progress:
-                progress(episode, verdict)
-
-        open_families = [f for f in families if any(c.key not in done for c in f.cells)]  # the rest has nothing to do
-        tasks.extend(asyncio.ensure_future(c) for c in [*(run_family(f) for f in open_families),
-                                                        *(rejudge(e) for e in unjudged)])
-        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    async def schedule(self, work: Work) -> None:
+        """Play every family with a cell left and judge every unjudged episode, concurrently; a stop (--fail-fast,
+        --max-cost) cancels the rest. The first failure that is not a cancel is raised."""
+        open_families = [f for f in work.families if any(c.key not in work.done for c in f.cells)]
+        self.tasks.extend(asyncio.ensure_future(c) for c in [*(self.run_family(f) for f in open_families),
+                                                             *(self.rejudge(e) for e in work.unjudged)])
+        outcomes = await asyncio.gather(*self.tasks, return_exceptions=True)
         failures = [o for o in outcomes if isinstance(o, BaseException) and not isinstance(o, asyncio.CancelledError)]
         if failures:
             raise failures[0]
-        if stops.message is None and any(isinstance(o, asyncio.CancelledError) for o in outcomes):
+        if self.stops.message is None and any(isinstance(o, asyncio.CancelledError) for o in outcomes):
             raise asyncio.CancelledError()
-        save_learned()
+        self.save_learned()
+
+    def stop_if(self, reason: str | None) -> None:
+        if reason:
+            for task in self.tasks:
+                if task is not asyncio.current_task():
+                    task.cancel()
+
+    def save_learned(self) -> None:
+        now = {a.id: a.learned_limits() for a in self.bench.agents if a.learned_limits()}
+        if now and now != self.learned:
+            self.learned.update(now)
+            self.store.update_info({"learned_limits": dict(self.learned)})
+
+    async def judge_and_store(self, episode: Episode) -> Verdict | None:
+        backend, store, writer = self.backend, self.store, self.writer
+        assert backend is not None
+        async with backend.gate.slot(self.judge_endpoint):
+            with transcript.scope(self.calls, episode.key, "judge"):
+                verdict = await self.judges.get(judge_for(episode, self.judge_name)).score(episode, store.blobs)
+        try:
+            await settled(writer.durable(store.append_verdict, verdict))
+        except (OSError, ValueError) as exc:
+            self.unwritten.append(f"verdict of episode {episode.key}: {type(exc).__name__}: {exc}")
+            return None
+        for judge_id in self.also.get(episode.task.id, []):
+            if (episode.id, judge_id) not in self.verdicts_done:
+                async with backend.gate.slot(self.judge_endpoint):
+                    other = await self.judges.get(judge_id).score(episode, store.blobs)
+                await settled(writer.durable(store.append_verdict, other))
+        return verdict
+
+    async def record(self, episode: Episode) -> Episode:
+        cost = usage_cost(_usage_of(episode), self.prices.get(episode.agent))
+        if cost is not None:
+            episode.meta["cost"] = round(cost, 8)
+        written = self.writer.durable(self.store.append_episode, episode)
+        # a stop is decided at once, so that no other request leaves while the line is being fsynced
+        self.stop_if(self.stops.observe(episode, usage_cost(_spent_usage(episode), self.prices.get(episode.agent))))
+        try:
+            await settled(written)
+        except (OSError, ValueError) as exc:  # the other episodes go on; the exit status says so
+            self.unwritten.append(f"episode {episode.key}: {type(exc).__name__}: {exc}")
+            return episode
+        self.save_learned()
+        async with self.slots.slot(judging=True):
+            verdict = await self.judge_and_store(episode)
+        self.stop_if(self.stops.observe_verdict(verdict, self.judge_label))
+        if self.progress:
+            self.progress(episode, verdict)
+        return episode
+
+    async def play(self, job: EpisodeJob, again: dict[str, Any] | None = None) -> Episode:
+        assert self.backend is not None
+        async with self.slots.slot():
+            with transcript.scope(self.calls, job.key, "agent", again):
+                episode = await self.backend.play(job)
+        return await self.record(episode)
+
+    async def derive_cell(self, source: Episode, cell: Cell) -> None:
+        derivation = derive(source, cell.max_rounds)
+        if derivation.kind == "copy":
+            await self.record(copied_episode(source, key=cell.key, max_rounds=cell.max_rounds, seed=cell.seed))
+        elif derivation.kind == "error":
+            await self.record(failed_episode(source, key=cell.key, max_rounds=cell.max_rounds, seed=cell.seed))
+        else:
+            await self.play(cell.job(prefix=derivation.prefix, meta=prefix_link(source, cell.max_rounds)))
+
+    async def run_family(self, family: Family) -> None:
+        config, done = self.config, self.done
+        head, rest = family.cells[0], family.cells[1:]
+        if not family.shared:
+            if head.key not in done:
+                meta = {"forked_from": self.link} if config.fork is not None else {}
+                await self.play(head.job(prefix=self.prefix, meta=meta,
+                                         prefix_mode=config.fork.prefix_mode if config.fork else "reuse"),
+                                self.resend)
+            return
+        todo = [c for c in rest if c.key not in done]
+        if head.key in done and not todo:
+            return
+        source = self.store.read_episode(done[head.key]) if head.key in done else await self.play(head.job())
+        await asyncio.gather(*(self.derive_cell(source, cell) for cell in todo))
+
+    async def rejudge(self, episode: Episode) -> None:
+        async with self.slots.slot(judging=True):
+            verdict = await self.judge_and_store(episode)
+        self.stop_if(self.stops.observe_verdict(verdict, self.judge_label))
+        if self.progress:
+            self.progress(episode, verdict)
+
+    # -- phase 4: summarise ----------------------------------------------------------------------------------
+
+    async def summarise(self, work: Work) -> RunResult:
+        """Wait for every write, recompute the summary from the store (costs from the trajectories when anything
+        was played or judged, else last time's) and write summary.json."""
+        config, store, writer = self.config, self.store, self.writer
         await writer.drained()
-        unwritten.extend(writer.problems)
+        self.unwritten.extend(writer.problems)
         scan = scan_run(store)
-        summary = summarize_scan(scan, judge_name)
-        summary.update({"run_id": run_id, "protocol": config.protocol, "judges": judges.describe(),
+        summary = summarize_scan(scan, self.judge_name)
+        summary.update({"run_id": self.run_id, "protocol": config.protocol, "judges": self.judges.describe(),
                         "model_calls": model_call_counts_scan(scan)})
         recorded = set(scan.cols.get("key", ()))  # the scan already holds the index's keys
-        result = RunResult(run_dir=store.dir, run_id=run_id, summary=summary, ran=missing, sizes=store.sizes(),
-                           grid=grid_size(families), unwritten=unwritten, stopped=stops.message,
-                           unrecorded=sum(1 for f in families for c in f.cells if c.key not in recorded))
-        warnings = list(info["warnings"])
-        if missing or unjudged or not store.summary_path.is_file():
-            warnings += add_costs(summary, scan, prices)
+        result = RunResult(run_dir=store.dir, run_id=self.run_id, summary=summary, ran=work.missing,
+                           sizes=store.sizes(), grid=work.grid, unwritten=self.unwritten, stopped=self.stops.message,
+                           unrecorded=sum(1 for f in work.families for c in f.cells if c.key not in recorded))
+        warnings = list(self.info["warnings"])
+        if work.missing or work.unjudged or not store.summary_path.is_file():
+            warnings += add_costs(summary, scan, self.prices)
             add_judge_usage(summary, store.verdicts_path, result.sizes[1], price_of(config.judge_options.get("model")))
         else:  # nothing new was played or judged: the figures read from trajectories are those of last time
             previous = json.loads(store.summary_path.read_text())
@@ -358,21 +399,23 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
                 if (group["agent"], group["setting"], group["max_rounds"]) in costs:
                     group["cost"] = costs[(group["agent"], group["setting"], group["max_rounds"])]
             warnings += [w for w in previous.get("warnings", []) if w not in warnings]
-        if learned:
-            summary["learned_limits"] = learned
-        if stops.message:
-            summary["stopped"] = stops.message
+        if self.learned:
+            summary["learned_limits"] = self.learned
+        if self.stops.message:
+            summary["stopped"] = self.stops.message
         if warnings:
             summary["warnings"] = warnings
         if config.shares_prefixes():
             summary["prefix_sharing"] = True
         store.write_summary(summary)
         return result
-    finally:
-        await judges.aclose()
-        if backend is not None:
-            await backend.aclose()
-        await asyncio.to_thread(writer.close)
+
+    async def close(self) -> None:
+        """Close the judges and the backend, then flush and stop the writer (in every case)."""
+        await self.judges.aclose()
+        if self.backend is not None:
+            await self.backend.aclose()
+        await asyncio.to_thread(self.writer.close)
 
 
 def _usage_of(episode: Episode) -> Usage:

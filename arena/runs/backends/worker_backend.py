@@ -3,8 +3,8 @@ driver alone.
 
 Each worker is a spawned process with its own event loop and its own `Workbench`, built from the run's config JSON
 (as a Ray worker is). The driver sends it jobs; the worker plays several at once and sends back each episode with
-the blobs it made and its calls.jsonl lines (`arena.runs.ray_backend.play_recorded`); the driver writes those through
-the run writer before the runner appends the episode (`arena.runs.ray_backend.receive`). Everything else stays in the
+the blobs it made and its calls.jsonl lines (`arena.runs.backends.ray_backend.play_recorded`); the driver writes those through
+the run writer before the runner appends the episode (`arena.runs.backends.ray_backend.receive`). Everything else stays in the
 driver: resume, judging, progress, stops. A job whose awaiting task is cancelled (a run stopped by --fail-fast or
 --max-cost) is cancelled in its worker. Per-endpoint limits are kept by the driver's gate: a worker asks the driver
 for a slot of a limited endpoint and gives it back after the request.
@@ -35,12 +35,12 @@ from typing import Any, AsyncIterator
 from arena.core.trajectory import Episode
 from arena.endpoints import transcript
 
-from .allocator import keep_freed_memory, startup_frozen
-from .config import RunConfig
-from .limits import EndpointGate
+from arena.runs.allocator import keep_freed_memory, startup_frozen
+from arena.runs.config import RunConfig
+from arena.runs.limits import EndpointGate
 from .ray_backend import apply_learned, play_recorded, prefix_blobs, receive, shipped_config
 from arena.store.store import RunStore
-from .workbench import EpisodeJob, Workbench
+from arena.runs.workbench import EpisodeJob, Workbench
 from arena.store.writer import RunWriter
 
 START_TIMEOUT = 120.0  # seconds a worker may take to import the arena and build its workbench

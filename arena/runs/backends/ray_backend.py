@@ -9,7 +9,7 @@ driver writes blobs and lines through the run writer, then appends the episode
 (`receive`). The blobs a prefix reuses travel to the worker with the job, and so does a
 fork's recorded request (`transcript.recorded_request()` of the episode's scope), which
 the worker sends again as the asyncio backend would. The local worker processes of
-`--workers` (`arena.runs.workers`) use the same functions. Per-endpoint limits are enforced
+`--workers` (`arena.runs.backends.worker_backend`) use the same functions. Per-endpoint limits are enforced
 across all workers by one gate actor.
 
 `ray_address=None` starts a local Ray instance (`ray.init()`) for the run and stops it
@@ -30,12 +30,12 @@ from arena.core.trajectory import Episode
 from arena.endpoints import transcript
 from arena.store.calls import CALLS_FILE, TranscriptWriter
 
-from .allocator import keep_freed_memory
-from .config import EndpointLimit, RunConfig
+from arena.runs.allocator import keep_freed_memory
+from arena.runs.config import EndpointLimit, RunConfig
 from arena.store.file_digests import remember, remembered, signature
-from .limits import EndpointGate
+from arena.runs.limits import EndpointGate
 from arena.store.store import RunStore
-from .workbench import EpisodeJob, Workbench
+from arena.runs.workbench import EpisodeJob, Workbench
 from arena.store.writer import RunWriter, settled
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 class MemoryBlobStore(BlobStore):
     """A blob store in memory: `seed` holds blobs given to the worker, `new` those it made that the driver may not
-    have. `stored`: ids the driver has confirmed it stored (`arena.runs.workers`): such a blob is not put in `new` again,
+    have. `stored`: ids the driver has confirmed it stored (`arena.runs.backends.worker_backend`): such a blob is not put in `new` again,
     and a task file remembered under such an id (`arena.store.file_digests`) is neither read nor hashed."""
 
     def __init__(self, seed: dict[str, bytes] | None = None, stored: set[str] | frozenset[str] = frozenset()):

@@ -1,0 +1,62 @@
+"""Where a run's episodes are played: one `Backend` protocol, three backends in their own modules.
+
+- `asyncio_backend.LocalBackend`: this process's event loop (the default);
+- `worker_backend.WorkerBackend`: local worker processes (`--workers N`);
+- `ray_backend.RayBackend`: Ray workers (`--backend ray`).
+
+Whichever plays, only the driver writes the run store: a backend returns the finished `Episode` (its blobs and
+calls.jsonl lines already handed to the run writer), and the runner records it. `make_backend` picks one from
+the run's configuration.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+from arena.core.trajectory import Episode
+from arena.runs.config import RunConfig
+from arena.runs.workbench import EpisodeJob, Workbench
+from arena.store.store import RunStore
+from arena.store.writer import RunWriter
+
+from .asyncio_backend import LocalBackend
+from .ray_backend import RayBackend
+from .worker_backend import WorkerBackend
+
+
+class Gate(Protocol):
+    """Per-endpoint limits (`arena.runs.limits.EndpointGate`, or its Ray and worker-process stand-ins): `slot`
+    holds one of an endpoint's parallel requests (and its rate) while the block runs."""
+
+    def slot(self, endpoint: str | None) -> AbstractAsyncContextManager[Any]: ...
+
+
+class Backend(Protocol):
+    """Plays one episode job at a time per call, concurrently across calls, and is closed once."""
+
+    gate: Gate
+    """The gate judge calls go through too (one limit per endpoint across agent and judge)."""
+
+    async def play(self, job: EpisodeJob) -> Episode:
+        """The played episode (not yet recorded: the runner appends it to the store)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release workers, actors and processes (idempotent)."""
+        ...
+
+
+def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunStore, writer: RunWriter) -> Backend:
+    """The backend the configuration asks for: Ray (`backend: ray`), worker processes (`workers`), else asyncio."""
+    if config.backend == "ray":
+        if config.workers:
+            raise ValueError("--workers runs local worker processes under the asyncio backend; with --backend ray "
+                             "give --ray-workers")
+        return RayBackend(config, run_id, store, writer, bench.agents)
+    if config.workers:
+        return WorkerBackend(config, run_id, store, writer, bench.gate, bench.agents)
+    return LocalBackend(bench, run_id, store, writer)
+
+
+__all__ = ["Backend", "Gate", "LocalBackend", "RayBackend", "WorkerBackend", "make_backend"]

@@ -1,7 +1,10 @@
 """The `arena` command: every command group of the CLI, registered explicitly in one place.
 
-The CLI is the top layer (`cli -> runs -> suites -> agents, judges, tools -> arena`): command modules
-under `runs/cli/` build typer groups; this module assembles them and loads the plugins.
+The CLI is the top layer (`cli -> runs, review -> suites -> agents, judges, tools -> endpoints, store -> core`):
+one module per command group under `arena/cli/` builds a typer group (run_commands: run, sweep, resume, judge,
+fork, doctor; review_commands: report, compare, export, view, replay; info_commands, label_commands,
+transcript_commands, world_commands, cassette); this module assembles them. Commands load the plug-ins they need
+(`arena.cli.common.review_run` for the reviewing ones) before calling into `arena.runs` or `arena.review`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from typing import Optional
 import typer
 from typer.core import TyperOption
 
-from . import cassette, info_commands, label_commands, run_commands, transcript_commands, world_commands
+from . import (cassette, info_commands, label_commands, review_commands, run_commands, transcript_commands,
+               world_commands)
 
 _display_type = TyperOption.display_type_rich
 
@@ -43,6 +47,7 @@ def _main(version: Optional[bool] = typer.Option(None, "--version", callback=_ve
                                                  help="Print the arena version and exit.")) -> None:
     """Evaluate tool-using multimodal agents."""
 app.add_typer(run_commands.app)
+app.add_typer(review_commands.app)
 app.add_typer(info_commands.app)
 app.add_typer(label_commands.app)
 app.add_typer(transcript_commands.app)

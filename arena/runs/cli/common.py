@@ -187,7 +187,7 @@ def print_result(result: RunResult) -> None:
     if result.summary.get("protocol"):
         console.print(f"protocol: {result.summary['protocol']} (each suite's published pipeline)"
                       if result.summary["protocol"] == "original" else
-                      "protocol: arena (the arena's turn handling; see README 'Protocols')", highlight=False)
+                      "protocol: arena (the arena's turn handling; see docs/protocols.md)", highlight=False)
     print_summary(result.summary, f"{result.run_id} (judge: {result.summary['judge']})", result.run_dir)
     console.print(f"run directory: {result.run_dir}")
 

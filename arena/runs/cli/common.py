@@ -22,7 +22,8 @@ from arena.runs.config import RunConfig
 from arena.runs.runner import RunResult, execute
 from arena.runs.stops import FAILED
 from arena.runs.store import RunStore
-from arena.runs.table import judge_warnings, repeat_lines, suite_headlines, summary_table, support_lines
+from arena.runs.table import (judge_warnings, legend_lines, repeat_lines, suite_headlines, summary_table,
+                              support_lines)
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -171,9 +172,13 @@ def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path 
         return asyncio.run(execute(config, progress=on_episode, on_start=on_start, force=force, run_dir=run_dir))
 
 
-def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None) -> None:
-    """A summary's table, suite headlines, pass@k / majority@k, judge-problem and run warnings."""
+def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None, legend: bool = False) -> None:
+    """A summary's table (with `legend`, what its columns mean under it), suite headlines, pass@k / majority@k,
+    judge-problem and run warnings."""
     console.print(summary_table(summary, title=title))
+    if legend:
+        for line in legend_lines(summary, console.width):
+            console.print(line, markup=False, highlight=False)
     headlines = suite_headlines(summary)
     for line in support_lines(summary) + headlines + repeat_lines(summary):
         console.print(line, markup=False, highlight=False)

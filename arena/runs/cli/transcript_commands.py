@@ -51,7 +51,7 @@ def readable(call: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@app.command()
+@app.command(rich_help_panel="Look at runs")
 def transcript(run_dir: Path,
                episode: str = typer.Option(..., "--episode", help="Episode key or id."),
                round_: Optional[int] = typer.Option(None, "--round", help="Only the calls of this round."),

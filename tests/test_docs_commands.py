@@ -101,7 +101,9 @@ def test_the_reproduce_command_runs_the_papers_settings(toured):
     assert config["max_rounds"] == [10] and config["repeats"] == 5
     assert config["judge"] == "llm"
     sent = [r for r in models.agent.requests if r.get("model") == "YOUR/MODEL"]
-    assert sent and all(r.get("temperature") == 0.7 for r in sent)
+    published = {"temperature": 0.7, "max_tokens": 4096, "top_p": 0.8, "top_k": 20, "presence_penalty": 1.5,
+                 "repetition_penalty": 1.0, "seed": 3407}  # PROTOCOLS.md, "At the wire"
+    assert sent and all({k: r.get(k) for k in published} == published for r in sent)
     assert serper.calls["/search"] >= 1, "the model's search went to Google through the Serper stand-in"
     assert "SERPER_API_KEY" in os.environ
 

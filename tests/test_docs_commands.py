@@ -114,3 +114,12 @@ def test_a_command_outside_a_block_the_tests_run_is_refused(tmp_path):
     block = command_blocks(page)[0]
     with pytest.raises(ValueError, match=r"page.md:5: not a command the docs tests can run: 'rm -rf logs'"):
         commands(block)
+
+
+def test_a_block_marked_not_run_says_why(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("<!-- not run: needs a live Serper key -->\n\n```bash\narena run --data x\n```\n\n"
+                    "```bash\narena summary logs/x  # runs\n```\n\n```bash\nmake demo\n```\n")
+    marked, plain = command_blocks(page)
+    assert marked.not_run == "needs a live Serper key" and plain.not_run is None
+    assert [c.args for c in commands(plain)] == [("summary", "logs/x")]

@@ -26,12 +26,12 @@ $(BENCH_STAMP): pyproject.toml $(STAMP)
 	$(PY) -m pip install -q -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
-# the peers' table in README.md (between the peers markers) is rewritten from this run
+# the peers' table in docs/benchmarks.md (between the peers markers) is rewritten from this run
 bench: $(BENCH_STAMP) chromium
 	$(PY) bench/overhead.py
 	$(PY) bench/overhead.py --crop-heavy --protocol arena
 	$(PY) bench/png_levels.py
-	$(PY) bench/peers.py --readme README.md
+	$(PY) bench/peers.py --readme docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) logs .pytest_cache

@@ -1,7 +1,7 @@
 """The arena, inspect_ai and smolagents side by side on one scripted workload (issue 13 item 4).
 
     .venv/bin/python bench/peers.py [--tasks 64] [--harness arena inspect smolagents] [--levels 1 32 64 slow]
-                                    [--world DIR] [--results FILE] [--readme README.md] [--images K] [--size WxH]
+                                    [--world DIR] [--results FILE] [--readme docs/benchmarks.md] [--images K] [--size WxH]
 
 Workload: N tasks, each with its own 3840x2160 photo-like PNG (noise over a drawn scene, so PNG cannot shrink it
 much, like a photograph; `--images K`: K PNGs that the tasks take in turn; `--size`: another size; a `--world`

@@ -4,24 +4,18 @@ at :8000 and the judge at :8001 (issue 16)."""
 
 from __future__ import annotations
 
-import re
-import shlex
-from pathlib import Path
-
 from typer.testing import CliRunner
 
 from arena.cli.main import app
+from tests.support.doc_commands import README, command_blocks, commands
 from tests.support.openai_server import OpenAIStub, Reply
-
-README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def tour_commands() -> list[list[str]]:
     """The `arena ...` commands of the tour's bash block, continuation lines joined, comments dropped."""
-    text = README.read_text()
-    block = text.split("## A five-minute tour", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
-    joined = re.sub(r"\\\n\s*", " ", block)
-    return [shlex.split(line, comments=True)[1:] for line in joined.splitlines() if line.startswith("arena ")]
+    (block,) = [b for b in command_blocks(README) if "tour-oracle" in b.text]
+    assert README.read_text().index("## A five-minute tour") < README.read_text().index(block.text)
+    return [list(c.args) for c in commands(block) if c.kind == "arena"]
 
 
 def agent(request: dict) -> Reply:

@@ -24,7 +24,8 @@ from arena.runs.plugins import load_plugins
 from arena.runs.runner import RunResult, execute
 from arena.runs.stops import FAILED
 from arena.store.store import RunStore
-from arena.review.table import judge_warnings, repeat_lines, suite_headlines, summary_table, support_lines
+from arena.review.table import (judge_warnings, legend_lines, repeat_lines, suite_headlines, summary_table,
+                                support_lines)
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -173,9 +174,13 @@ def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path 
         return asyncio.run(execute(config, progress=on_episode, on_start=on_start, force=force, run_dir=run_dir))
 
 
-def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None) -> None:
-    """A summary's table, suite headlines, pass@k / majority@k, judge-problem and run warnings."""
+def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None, legend: bool = False) -> None:
+    """A summary's table (with `legend`, what its columns mean under it), suite headlines, pass@k / majority@k,
+    judge-problem and run warnings."""
     console.print(summary_table(summary, title=title))
+    if legend:
+        for line in legend_lines(summary, console.width):
+            console.print(line, markup=False, highlight=False)
     headlines = suite_headlines(summary)
     for line in support_lines(summary) + headlines + repeat_lines(summary):
         console.print(line, markup=False, highlight=False)
@@ -189,7 +194,7 @@ def print_result(result: RunResult) -> None:
     if result.summary.get("protocol"):
         console.print(f"protocol: {result.summary['protocol']} (each suite's published pipeline)"
                       if result.summary["protocol"] == "original" else
-                      "protocol: arena (the arena's turn handling; see README 'Protocols')", highlight=False)
+                      "protocol: arena (the arena's turn handling; see docs/protocols.md)", highlight=False)
     print_summary(result.summary, f"{result.run_id} (judge: {result.summary['judge']})", result.run_dir)
     console.print(f"run directory: {result.run_dir}")
 

@@ -4,10 +4,14 @@ store), prints the results tables, and writes an HTML viewer of each run.
 
 The oracle runs at the paper's budget (N = 10) and at the budget its longest gold
 path needs, sharing the trajectory prefix: the gap between the two is the cost of a
-round budget on long chains (VistaHop's L3 items need more than ten tool calls)."""
+round budget on long chains (VistaHop's L3 items need more than ten tool calls).
+
+Before the runs it says what each agent is (`AGENT_ROLES`), after the tables what their columns and finish
+reasons mean (`arena.runs.table.legend_lines`)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from rich.console import Console
@@ -20,11 +24,19 @@ from arena.runs.config import RunConfig
 from arena.runs.plugins import load_plugins
 from arena.runs.runner import RunResult, execute
 from arena.review.rundata import load_run
-from arena.review.table import summary_table
+from arena.review.table import legend_lines, summary_table
 from arena.review.viewer import write_viewer
 
 WORLD = "vistahop-mini"
 AGENTS = ("oracle", "direct", "text-only")
+AGENT_ROLES = {
+    "oracle": "follows each task's gold tool path (crops, searches) and answers only from what the tools "
+              "returned: the tasks are solvable with the tools, given enough rounds",
+    "direct": "answers at once from the question, with no tool and no look at the image: near 0, since the "
+              "world is fictional and no model can know it",
+    "text-only": "searches the question's text once and answers from the results, never looking at the image: "
+                 "near 0, since the question names its starting point only visually",
+}
 
 
 def ensure_world(worlds: Path, size: str, seed: int = 0) -> Path:
@@ -38,8 +50,6 @@ def ensure_world(worlds: Path, size: str, seed: int = 0) -> Path:
 
 
 def run_demo(console: Console, out: Path, worlds: Path, size: str = "small") -> list[RunResult]:
-    import asyncio
-
     load_plugins()
     with console.status(f"building world {WORLD} ({size})"):
         world = ensure_world(worlds, size)
@@ -48,6 +58,9 @@ def run_demo(console: Console, out: Path, worlds: Path, size: str = "small") -> 
                   f"{info.counts}")
     tasks = [t for d in load_datasets(world) for t in d.tasks]
     needed = max(len(t.metadata.get("gold_path", {}).get("steps", [])) for t in tasks) + 1
+    console.print("agents, each a scripted policy run through the arena (tools, budget, judge, run store):")
+    for agent in AGENTS:
+        console.print(f"  {agent:<9}  {AGENT_ROLES[agent]}", highlight=False)
     results = []
     for agent in AGENTS:
         budgets = sorted({10, needed}) if agent == "oracle" else [10]
@@ -59,4 +72,8 @@ def run_demo(console: Console, out: Path, worlds: Path, size: str = "small") -> 
         viewer = write_viewer([load_run(result.run_dir)], result.run_dir / "viewer.html")
         console.print(summary_table(result.summary, title=f"{agent} on {WORLD}-{size} (judge: normalized)"))
         console.print(f"  run directory: {result.run_dir}   viewer: {viewer}")
+    console.print("what the columns mean (any run: arena summary RUN --legend):")
+    every_group = {"groups": [g for r in results for g in r.summary.get("groups", [])]}
+    for line in legend_lines(every_group, console.width):
+        console.print(line, highlight=False, markup=False)
     return results

@@ -24,14 +24,16 @@ app = typer.Typer()
 @app.command(rich_help_panel="Look at runs")
 def summary(run_dir: Path = typer.Argument(..., help="Run directory."),
             judge: Optional[str] = typer.Option(None, help="Whose verdicts count (default: the judge the run was "
-                                                "scored with).")) -> None:
+                                                "scored with)."),
+            legend: bool = typer.Option(False, "--legend", help="Say under the table what each column and "
+                                        "finish reason means.")) -> None:
     """Recompute a run's metrics from episodes.jsonl and verdicts.jsonl and print them."""
     try:
         run = review_run(run_dir, judge)
         result = run.summary
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
-    print_summary(result, f"{run_dir.name} (judge: {run.judge_label})")
+    print_summary(result, f"{run_dir.name} (judge: {run.judge_label})", legend=legend)
 
 
 @app.command(rich_help_panel="Worlds and plugins")

@@ -13,20 +13,9 @@ from importlib import metadata
 from typing import Optional
 
 import typer
-from typer.core import TyperOption
 
-from . import (cassette, info_commands, label_commands, review_commands, run_commands, transcript_commands,
-               world_commands)
-
-_display_type = TyperOption.display_type_rich
-
-
-def _flag_type(self: TyperOption, ctx) -> str | None:
-    """No `<bool>` type column for on/off flags (typer 0.29 shows one); other options unchanged."""
-    return None if self.is_flag else _display_type(self, ctx)
-
-
-TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
+from . import (cassette, help_layout, info_commands, label_commands, review_commands, run_commands,
+               transcript_commands, world_commands)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Evaluate tool-using multimodal agents.",
                   context_settings={"help_option_names": ["-h", "--help"]})
@@ -51,8 +40,9 @@ app.add_typer(review_commands.app)
 app.add_typer(info_commands.app)
 app.add_typer(label_commands.app)
 app.add_typer(transcript_commands.app)
-app.add_typer(world_commands.app, name="world")
-app.add_typer(cassette.app, name="cassette")
+app.add_typer(world_commands.app, name="world", rich_help_panel="Worlds and plugins")
+app.add_typer(cassette.app, name="cassette", rich_help_panel="Look at runs")
+help_layout.install(app)
 
 
 def main() -> None:

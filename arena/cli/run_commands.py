@@ -27,6 +27,7 @@ from arena.runs.plugins import accepted_options, load_plugins
 from arena.runs.pricing import parse_price
 from arena.runs.rejudge import rejudge
 from arena.store.store import RunStore
+from arena.runs.names import did_you_mean
 from arena.runs.validate import check_tool_options
 
 from .common import (config_file_callback, console, execute_with_progress, fail, finish_run, parse_kv, plain_hooks,
@@ -40,11 +41,13 @@ def agent_choices(agents: list[str], models: list[str], offered: dict[str, Any],
     choices = []
     for name in agents:
         if name not in AGENTS:
-            fail(f"unknown agent {name!r}; known: {', '.join(sorted(AGENTS))}")
+            fail(f"unknown agent {name!r}{did_you_mean(name, AGENTS)}; known: {', '.join(sorted(AGENTS))}")
         factory = AGENTS[name]
         unknown = sorted(set(extra) - set(accepted_options(factory, extra)))
         if unknown:
-            fail(f"--agent-option: agent {name!r} does not take {', '.join(unknown)}; it takes: "
+            takes = inspect.signature(factory).parameters
+            fail(f"--agent-option: agent {name!r} does not take "
+                 f"{', '.join(key + did_you_mean(key, takes) for key in unknown)}; it takes: "
                  f"{', '.join(inspect.signature(factory).parameters)}")
         takes_model = bool(accepted_options(factory, {"model": None}))
         for model in (models if models and takes_model else [None]):
@@ -124,14 +127,14 @@ def tool_limits(pairs: list[str]) -> dict[str, int]:
             raise typer.BadParameter(f"must look like TOOL=K with K a whole number >= 0, got {pair!r}",
                                      param_hint="'--tool-limit'")
         if name not in TOOLS:
-            raise typer.BadParameter(f"unknown tool {name!r}; tools: {', '.join(sorted(TOOLS))}",
+            raise typer.BadParameter(f"unknown tool {name!r}{did_you_mean(name, TOOLS)}; tools: {', '.join(sorted(TOOLS))}",
                                      param_hint="'--tool-limit'")
         out[name] = int(count)
     return out
 
 
 @app.command("run", rich_help_panel="Run")
-@app.command("sweep", rich_help_panel="Run")
+@app.command("sweep", rich_help_panel="Run", hidden=True)  # the same command; listed once, as `run`
 def run_grid(
     config_file: Optional[Path] = typer.Option(
         None, "--config", help="YAML file of run options (names as on the command line, e.g. max-rounds: [6, 10]); "
@@ -266,7 +269,7 @@ def run_grid(
                                              "many dollars.", rich_help_panel=P_LIMITS),
 ) -> None:
     """Run (or resume) an evaluation grid in one run directory: tasks x settings x budgets x repeats x
-    agents/models. `run` and `sweep` are the same command."""
+    agents/models (`arena sweep` is the same command)."""
 
     load_plugins()
     offered = {"base_url": base_url, "api_key_env": api_key_env, "tool_mode": tool_mode, "temperature": temperature,
@@ -282,7 +285,7 @@ def run_grid(
                                        "with_image": parse_bool(judge_with_image, "--judge-with-image")
                                        }.items() if v is not None}
     if judge != AUTO and judge not in JUDGES:
-        fail(f"--judge: unknown judge {judge!r}; valid: auto, {', '.join(sorted(JUDGES))}")
+        fail(f"--judge: unknown judge {judge!r}{did_you_mean(judge, [AUTO, *JUDGES])}; valid: auto, {', '.join(sorted(JUDGES))}")
     rounds = budgets(max_rounds)
     limits = tool_limits(tool_limit)
     extra_tool_options = parse_kv(tool_option, "--tool-option")
@@ -463,7 +466,7 @@ def fork(run_dir: Path = typer.Argument(..., help="Run directory of the episode 
     finish_run(result)
 
 
-@app.command()
+@app.command(rich_help_panel="Look at runs")
 def doctor(run_dir: Path,
            repair: bool = typer.Option(False, help="Repair what can be repaired (cut torn lines, quarantine corrupt "
                                        "ones, rebuild the index, recompute summary.json).")) -> None:

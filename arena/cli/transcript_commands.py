@@ -18,10 +18,20 @@ app = typer.Typer()
 
 
 def _episode_key(run_dir: Path, episode: str) -> str:
-    """The episode key for `episode` given as a key or an episode id."""
+    """The episode key for `episode` given as a key, an episode id, or a key's leading fields (`TASK|SETTING|N`,
+    `TASK|SETTING|N|REPEAT`) that only one episode has, as `arena replay` takes them; several matches are refused,
+    naming them."""
+    leading = []
     for item in RunStore(run_dir).episodes():
         if episode in (item.key, item.id):
             return item.key
+        if item.key.startswith(episode + "|") and item.key not in leading:
+            leading.append(item.key)
+    if len(leading) == 1:
+        return leading[0]
+    if leading:
+        keys = "".join(f"\n  {key}" for key in leading[:20])
+        raise ValueError(f"{run_dir}: {len(leading)} episodes match {episode!r}; give more of the key:{keys}")
     return episode  # judged or played calls may exist for an episode whose record was not written
 
 
@@ -41,7 +51,7 @@ def readable(call: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@app.command()
+@app.command(rich_help_panel="Look at runs")
 def transcript(run_dir: Path,
                episode: str = typer.Option(..., "--episode", help="Episode key or id."),
                round_: Optional[int] = typer.Option(None, "--round", help="Only the calls of this round."),

@@ -117,7 +117,7 @@ def decode_image(data: bytes | str | Path, name: str | None = None) -> Image.Ima
 
 def encode_png(image: Image.Image, level: int = 6, rle: bool = False) -> bytes:
     """Deterministic PNG bytes (no metadata, fixed compression level); `rle`: zlib's Z_RLE strategy, which on
-    photos is ~2x faster than level 3 and smaller (README "Image codec work"); lossless either way."""
+    photos is ~2x faster than level 3 and smaller (docs/benchmarks.md, "Image codec work"); lossless either way."""
     buf = io.BytesIO()
     image.save(buf, format="PNG", compress_level=level, compress_type=3 if rle else -1)
     return buf.getvalue()

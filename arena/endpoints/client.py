@@ -1,6 +1,6 @@
 """An OpenAI-compatible chat endpoint shared by agents and judges: the body is serialised once with
 orjson (pre-serialised parts such as images go in as `orjson.Fragment`s) and posted through a keep-alive
-connection pool (`arena.endpoints.http`). Errors (README "Model endpoints"): `TransientEndpointError` (connection, timeout, 408,
+connection pool (`arena.endpoints.http`). Errors (docs/endpoints.md): `TransientEndpointError` (connection, timeout, 408,
 409, 429, 5xx, a 200 that is not a completion) is retried with backoff or after `retry-after(-ms)`;
 `RejectedError` (other 4xx, 429 `insufficient_quota`) never is."""
 

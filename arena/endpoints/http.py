@@ -1,6 +1,6 @@
 """A lean HTTP/1.1 client for model endpoints: keep-alive connections on asyncio protocols, one pool per origin.
 
-Why not httpx: at 64-way, httpx + httpcore + anyio took ~60 % of the harness's CPU per round (py-spy, README
+Why not httpx: at 64-way, httpx + httpcore + anyio took ~60 % of the harness's CPU per round (py-spy, docs/benchmarks.md,
 "Arena overhead baseline"): per request they build several objects, take locks, walk the pool and poll every idle
 socket. A model endpoint needs much less: POST a JSON body, read one response. This module does only that.
 

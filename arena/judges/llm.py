@@ -77,6 +77,7 @@ JUDGE_FACTOR = 32
 JUDGE_MIN_PIXELS = 65_536
 JUDGE_MAX_PIXELS = 8_294_400
 JUDGE_JPEG_QUALITY = 85
+IMAGE_URLS_KEPT = 8
 
 _VERDICT = re.compile(r"<judge>\s*(yes|no)\s*</judge>", re.I)
 _REASON = re.compile(r"<reason>(.*?)</reason>", re.S | re.I)
@@ -201,6 +202,8 @@ class LLMJudge(ModelJudge):
         super().__init__(endpoint, cache_path)
         self.with_image = with_image
         self.rules = rules
+        self._image_urls: dict[str, str] = {}  # the last IMAGE_URLS_KEPT task images, encoded: repeats, budgets
+        # and settings of one task share them (a 4K decode, resize and JPEG encode is ~0.25 s)
         self.evidence = EvidenceJudge(self.endpoint) if evidence else None
 
     def describe(self) -> dict[str, Any]:
@@ -227,8 +230,14 @@ class LLMJudge(ModelJudge):
     def image_part(self, episode: Episode, blobs: BlobStore | None) -> dict[str, Any] | None:
         if not self.with_image or blobs is None or not episode.images:
             return None
-        data = base64.b64encode(judge_image_jpeg(blobs.get(episode.images[0]))).decode()
-        return {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{data}"}}
+        ref = episode.images[0]  # a content hash: the same ref is the same image in any run
+        url = self._image_urls.pop(ref, None)
+        if url is None:
+            url = f"data:image/jpeg;base64,{base64.b64encode(judge_image_jpeg(blobs.get(ref))).decode()}"
+        self._image_urls[ref] = url  # most recently used last
+        while len(self._image_urls) > IMAGE_URLS_KEPT:
+            del self._image_urls[next(iter(self._image_urls))]
+        return {"type": "image_url", "image_url": {"url": url}}
 
     async def _ask(self, episode: Episode, truth: str, answer: str, image: dict[str, Any] | None,
                    spent: list[Usage] | None = None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from rich import box
@@ -59,6 +60,63 @@ def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
             cells.append(fmt(g.get("cost"), 4))
         table.add_row(*cells)
     return table
+
+
+# What each column of `summary_table` means (its legend); a column added to the table needs a line here (tested).
+COLUMN_MEANINGS: dict[str, str] = {
+    "agent": "the agent that played (a scripted policy, or a model behind an endpoint)",
+    "setting": "the tools offered: no-tool; search (text and reverse-image search); search+crop (and the zoom tool)",
+    "N": "the round budget: at most N rounds, each one tool call or the answer",
+    "eps": "episodes in the row (tasks x repeats)",
+    "Pass@1 % [95% CI]": "percent of episodes judged correct (errored, unjudged and judge-error episodes count "
+                         "as wrong); \u00b1 the standard deviation over repeats; [the 95 % bootstrap interval over tasks]",
+    "L1": "Pass@1 of the tasks of level L1 (fewer than 5 hops in all)",
+    "L2": "Pass@1 of level L2 (5 to 9 hops)",
+    "L3": "Pass@1 of level L3 (10 hops or more)",
+    "calls": "tool calls per episode, on average",
+    "rounds": "rounds used per episode, on average (the final-answer turn after the budget is not a round)",
+    "util %": "tool utilisation: calls / the calls the budget allows (N x calls per round), VistaHop's metric",
+    "inval": "invalid tool calls in all (malformed, unknown tool, bad arguments: the model saw an error)",
+    "err": "episodes ended by an error (endpoint, tool or task file); each scores 0",
+    "j.err": "judge errors: replies the judge gave that hold no verdict; each scores 0 (re-judge: arena judge)",
+    "unjud": "episodes without a verdict of this judge; each scores 0",
+    "tok/ep": "prompt + completion tokens per episode as the server reported them (0: no model was called)",
+    "s/ep": "seconds per episode, on average",
+    "finish": "how the episodes ended, reason:count (below)",
+    "cost $": "dollars spent on the agent's model calls (--price, or the list prices of runs/pricing.py)",
+}
+
+FINISH_MEANINGS: dict[str, str] = {
+    "answered": "the agent answered within its N rounds",
+    "budget": "the N rounds ran out; under --protocol arena one more, tool-less turn asks for the answer, which "
+              "is judged like any other, so a row can have more correct episodes than answered ones",
+    "invalid": "a malformed turn ended the episode (the published rule under --protocol original, or "
+               "--stop-on-invalid)",
+    "error": "an endpoint, tool or task failure ended the episode (arena resume retries it)",
+    "rejected": "the model server refused a request for good (e.g. an unknown model)",
+    "context_overflow": "the conversation outgrew the model's context",
+}
+
+
+def legend_lines(summary: dict[str, Any], width: int = 100) -> list[str]:
+    """What the columns of `summary_table(summary)` mean, in its column order, then the finish reasons its rows
+    show; each meaning wrapped to `width` characters under its own start."""
+    headers = [str(c.header) for c in summary_table(summary).columns]
+    shown = sorted({r for g in summary.get("groups", []) for r in g.get("finish_reasons", {})},
+                   key=lambda r: list(FINISH_MEANINGS).index(r) if r in FINISH_MEANINGS else len(FINISH_MEANINGS))
+    lines = _aligned([(h, COLUMN_MEANINGS.get(h, "")) for h in headers], "  ", width)
+    if shown:
+        lines.append("  finish reasons:")
+        lines += _aligned([(r, FINISH_MEANINGS.get(r, "")) for r in shown], "    ", width)
+    return lines
+
+
+def _aligned(rows: list[tuple[str, str]], indent: str, width: int) -> list[str]:
+    name_width = max(len(name) for name, _ in rows)
+    hang = " " * (len(indent) + name_width + 2)
+    return [line for name, meaning in rows
+            for line in textwrap.wrap(meaning, max(width, len(hang) + 20), initial_indent=f"{indent}{name:<{name_width}}  ",
+                                      subsequent_indent=hang) or [f"{indent}{name}"]]
 
 
 def judge_warnings(summary: dict[str, Any]) -> list[str]:

@@ -10,6 +10,7 @@ from arena.judges.llm import JudgeCache
 from arena.judges.metrics import AUTO
 from arena.judges.protocols import protocol_options
 
+from .names import did_you_mean
 from .plugins import accepted_options, call_with_options
 
 
@@ -27,7 +28,7 @@ class Judges:
     def get(self, judge_id: str) -> Judge:
         if judge_id not in self._built:
             if judge_id not in JUDGES:
-                raise ValueError(f"unknown judge {judge_id!r}; known: {', '.join(sorted(JUDGES))}")
+                raise ValueError(f"unknown judge {judge_id!r}{did_you_mean(judge_id, JUDGES)}; known: {', '.join(sorted(JUDGES))}")
             factory = JUDGES[judge_id]
             given = protocol_options(judge_id, self.protocol, self.options)
             options = accepted_options(factory, given) if self.name == AUTO else given

@@ -18,6 +18,8 @@ from arena.core.settings import tools_for_setting
 from arena.core.task import Task
 from arena.core.tool import TOOLS, ToolOptions
 
+from .names import did_you_mean, setting_did_you_mean
+
 
 def declared_tool_options(tool_names: Iterable[str] | None = None) -> set[str]:
     """Option keys declared by the `Options` of these tools (default: every registered tool) and the core."""
@@ -28,9 +30,18 @@ def declared_tool_options(tool_names: Iterable[str] | None = None) -> set[str]:
     return keys
 
 
+def setting_tools(setting: str) -> list[str]:
+    """The tool names of one setting; an unknown tool in it is a ValueError saying which setting was meant."""
+    try:
+        return tools_for_setting(setting, set(TOOLS))
+    except ValueError as exc:
+        message = str(exc)
+        raise ValueError(message.replace(";", setting_did_you_mean(setting) + ";", 1)) from None
+
+
 def run_tools(settings: list[str]) -> list[str]:
     """The tool names the run's settings use, in order."""
-    return list(dict.fromkeys(n for s in settings for n in tools_for_setting(s, set(TOOLS))))
+    return list(dict.fromkeys(n for s in settings for n in setting_tools(s)))
 
 
 def check_tool_options(options: ToolOptions, settings: list[str], given: Iterable[str] | None = None) -> None:
@@ -43,7 +54,7 @@ def check_tool_options(options: ToolOptions, settings: list[str], given: Iterabl
     own = declared_tool_options(tools)
     unused = sorted(set(given or ()) - own - set(unknown))
     if unknown or unused:
-        bad = ", ".join(unknown + unused)
+        bad = ", ".join(f"{key}{did_you_mean(key, own)}" for key in unknown + unused)
         raise ValueError(f"unknown tool option(s) {bad}: the tools of this run ({', '.join(tools) or 'none'}) take "
                          f"{', '.join(sorted(own))}")
     dumped = options.model_dump()

@@ -18,13 +18,14 @@ from arena.core.dataset import Dataset, load_datasets, refuse_original_only
 from arena.core.episode import EpisodeSpec, run_episode
 from arena.judges.protocols import ORIGINAL_DATASET_RULES, ORIGINAL_TURN_RULES, default_protocol
 from arena.core.task import Task
-from arena.core.settings import tools_for_setting
 from arena.core.tool import TOOLS, Tool
 from arena.core.trajectory import Episode, Step
 
 from .config import RunConfig
 from .limits import EndpointGate, Gate, LimitedAgent, endpoint_of
+from .names import did_you_mean
 from .plugins import call_with_options, load_plugins
+from .validate import setting_tools
 
 
 class EpisodeJob(BaseModel):
@@ -75,7 +76,7 @@ def build_tools(config: RunConfig) -> dict[str, list[Tool]]:
     built: dict[str, Tool] = {}
     per_setting = {}
     for setting in config.settings:
-        names = tools_for_setting(setting, set(TOOLS))
+        names = setting_tools(setting)
         for name in names:
             if name not in built:
                 built[name] = TOOLS[name](config.tool_options)
@@ -116,7 +117,7 @@ class Workbench:
         self.agents: list[Agent] = []
         for choice in config.agent_choices():
             if choice.agent not in AGENTS:
-                raise ValueError(f"unknown agent {choice.agent!r}; known: {', '.join(sorted(AGENTS))}")
+                raise ValueError(f"unknown agent {choice.agent!r}{did_you_mean(choice.agent, AGENTS)}; known: {', '.join(sorted(AGENTS))}")
             options = dict(choice.options)
             if "pool_size" not in options and "pool_size" in inspect.signature(AGENTS[choice.agent]).parameters:
                 options["pool_size"] = config.concurrency  # connections sized to the episodes in flight

@@ -38,7 +38,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import orjson
 from PIL import Image
@@ -345,6 +345,12 @@ def _workers(jobs: int) -> int:
     return max(1, min(os.cpu_count() or 1, 8, jobs // 2))
 
 
+def grouped(rows: Iterable[list[Any]], tasks: list[list[Any]], strings: list[str]) -> list[list[Any]]:
+    """The table's rows, each task's together: by task id, then setting, N, repeat and agent (episodes are stored
+    in the order they finished, which interleaves one task's budget variants with other tasks')."""
+    return sorted(rows, key=lambda r: (str(tasks[r[0]][0]), strings[r[1]], r[2], r[3], strings[r[4]]))
+
+
 def stream_viewer(runs: list[RunData], sink: Sink, shard_episodes: int = SHARD_EPISODES) -> ViewerBuild:
     """One pass over every run's current episodes (in forked workers when the run is large and the page has a
     shard directory): episode shards, failure labels and the page's index."""
@@ -424,7 +430,8 @@ def stream_viewer(runs: list[RunData], sink: Sink, shard_episodes: int = SHARD_E
     notes = "".join(f"<p class=note>{html.escape(n)}</p>" for r in runs for n in r.notes)
     index = {"runs": [{"id": r.run_id, "judge": r.judge, "judgeLabel": r.judge_label, "agents": sorted(a)}
                       for r, a in zip(runs, agents)],
-             "strings": strings.values, "tasks": tasks, "rows": list(rows.values()), "eps": eps,
+             "strings": strings.values, "tasks": tasks, "rows": grouped(rows.values(), tasks, strings.values),
+             "eps": eps,
              "shard": shard_episodes, "imageShards": max(1, math.ceil((len(blobs) + len(texts)) / SHARD_IMAGES))}
     return ViewerBuild(index=index, blobs=list(blobs), texts=list(texts), written=written,
                        summary_html=groups_table(runs).html() + failures.html() + notes)

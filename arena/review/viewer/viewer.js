@@ -222,7 +222,7 @@ function render() {
     const q = el("td", "q", row.task.question); q.title = row.task.question; tr.append(q);
     for (const ep of eps(row)) { const td = el("td"); td.append(mark(ep)); tr.append(td); }
     const first = eps(row).filter(Boolean);
-    tr.append(el("td", null, first.map(e => SINGLE ? `${e.finish} · ${e.calls} · ${e.failures.join(", ")}` : e.finish).join(" | ")));
+    tr.append(el("td", null, first.map(e => SINGLE ? [e.finish, e.calls, e.failures.join(", ")].filter(x => x !== "").join(" · ") : e.finish).join(" | ")));
     tr.addEventListener("click", () => { if (open.has(i)) open.delete(i); else open.add(i); render(); });
     body.append(tr);
     if (open.has(i)) body.append(detail(row, i));
@@ -290,7 +290,7 @@ function episodeView(box, ep, k) {
   if (ep.verdict) head.append(el("p", null, `judge ${ep.verdict.judge}: ${ep.verdict.rationale || ""}${ep.verdict.error ? " (error: " + ep.verdict.error + ")" : ""}`));
   if (ep.verdict && ep.verdict.supported) head.append(el("p", "support", `evidence: ${ep.correct ? (ep.verdict.supported === "yes" ? "correct and supported" : ep.verdict.supported === "no" ? "correct but unsupported" : "support undecided") : ep.verdict.supported} ${ep.verdict.support_reason ? "(" + ep.verdict.support_reason + ")" : ""}`));
   for (const o of ep.verdicts) if (!ep.verdict || o.judge !== ep.verdict.judge) head.append(el("p", null, `also judge ${o.judge}: ${o.correct ? "correct" : "incorrect"} ${o.rationale || ""}`));
-  const tokens = ep.tokens ? ` · tokens ${ep.tokens[0] ?? "?"} in / ${ep.tokens[1] ?? "?"} out` : "";
+  const tokens = ep.tokens && (ep.tokens[0] != null || ep.tokens[1] != null) ? ` · tokens ${ep.tokens[0] ?? "?"} in / ${ep.tokens[1] ?? "?"} out` : "";  // no usage reported (scripted): nothing
   head.append(el("p", null, `finish: ${ep.finish} · rounds ${ep.rounds} · tool calls ${ep.calls} · invalid ${ep.invalid} · ${ep.seconds} s${tokens} · episode ${ep.id}`));
   const link = el("a", "permalink", "permalink"); link.href = "#ep=" + encodeURIComponent(ep.id); head.append(link);
   if (ep.failures.length) { const p = el("p", null, "failures: "); for (const f of ep.failures) p.append(el("span", "tag", f)); head.append(p); }

@@ -354,7 +354,7 @@ def carv_llm(model: str, base_url: str, api_key_env: str | None = None, prompt: 
     return CarvLLMJudge(endpoint, prompt=prompt, cache_path=cache_path)
 
 
-register_arena_variant("carv-llm", prompt="arena")  # --protocol arena (README 'Protocols')
+register_arena_variant("carv-llm", prompt="arena")  # --protocol arena (docs/protocols.md)
 
 
 # --- metrics ---------------------------------------------------------------------------------------------------

@@ -92,4 +92,4 @@ def condchain_metrics(rows: list[Row]) -> dict[str, Any]:
     return {"overall": _figures(overall),
             "domains": {domain: _figures(scores) for domain, scores in sorted(per_domain.items())}}
 
-register_arena_variant("condchain", no_answer="wrong")  # --protocol arena (README 'Protocols')
+register_arena_variant("condchain", no_answer="wrong")  # --protocol arena (docs/protocols.md)

@@ -187,4 +187,4 @@ def mmir_metrics(rows: list[Row]) -> dict[str, Any]:
     out["modes"] = {mode: _accuracy(mode_rows) for mode, mode_rows in sorted(by_mode.items())}
     return out
 
-register_arena_variant("mmir", strict_ans=False, request="arena")  # --protocol arena (README 'Protocols')
+register_arena_variant("mmir", strict_ans=False, request="arena")  # --protocol arena (docs/protocols.md)

@@ -386,4 +386,4 @@ def ureason_metrics(rows: list[tuple[Episode, Verdict | None]]) -> dict[str, Any
         "missing_images": sum(1 for e, _ in rows if generation_step(e) is None),
     }
 
-register_arena_variant("ureason-vlm", missing="fail")  # --protocol arena (README 'Protocols')
+register_arena_variant("ureason-vlm", missing="fail")  # --protocol arena (docs/protocols.md)

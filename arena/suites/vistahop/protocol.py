@@ -14,7 +14,7 @@ Source: ahang0712/vistahop `evaluation/run_vistahop_eval.py` @1d6a961 (`parse_to
   (inverted, unreadable coordinates: `zoom_crash`) makes the sample fail, scored 0.
 - A JSON value that is not an object, or arguments that are not an object, make the original's sample crash and
   score 0 on every method; here such a turn is invalid and (under `original`) ends the episode with no answer.
-- The arena's own parse (`arena.core.protocol.parse_response`) differs on purpose; the README lists every difference.
+- The arena's own parse (`arena.core.protocol.parse_response`) differs on purpose; docs/protocols.md lists every difference.
 
 Images (`process_image`, the evaluator's defaults): every image the model sees is smart-resized with factor 32
 between 65,536 and 8,294,400 pixels (the arena's default is Qwen-VL's factor 28 up to 1280·28·28), unless the

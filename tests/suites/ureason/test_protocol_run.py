@@ -4,7 +4,7 @@ published-format files, raw judge replies from a local server through the `ureas
 Reference written from UReason/UReason `evaluation/qwen_vision_batch.py` @216f9d0 (`extract_answer`, the skip of
 items without a generated image; restated in `test_published.ref_yes_no`): an item's verdict is the reply read by
 the published rule; an item whose image is missing is left out of accuracy. Under `--protocol arena` the one
-documented difference (README "Protocols", UReason table): a missing image is scored 0 and counted."""
+documented difference (docs/protocols.md, UReason table): a missing image is scored 0 and counted."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Differential test of whole VistaHop episodes: raw model turns through the CLI under `--protocol original`
 give, item by item, what the published evaluator gives; under `--protocol arena` exactly the documented
-differences (README "Protocols") and nothing else.
+differences (docs/protocols.md) and nothing else.
 
 The reference below is written from the published behaviour (ahang0712/vistahop
 `evaluation/run_vistahop_eval.py` @1d6a961: `parse_tool_call`, the turn loop of `evaluate_tool`, `load_datasets`,
@@ -33,7 +33,7 @@ def zoom_call(box) -> str:
 
 
 # case -> (raw turns the model writes, arena Pass@1 score, arena finish reason). The arena column is the
-# documented difference of each case (README, "Protocols", VistaHop table).
+# documented difference of each case (docs/protocols.md, VistaHop table).
 CASES = {
     "bad_json_then_answer": (['<tool_call>{bad}</tool_call><answer>Lyon</answer>', "<answer>Paris</answer>"],
                              0.0, "answered"),

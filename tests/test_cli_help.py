@@ -13,7 +13,7 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.runs.names import closest, setting_did_you_mean
 
 ARENA = str(Path(sys.executable).with_name("arena"))

@@ -11,9 +11,9 @@ from typing import get_args
 from typer.testing import CliRunner
 
 from arena.core.trajectory import FinishReason
-from arena.runs.cli.main import app
-from arena.runs.demo import AGENT_ROLES, AGENTS
-from arena.runs.table import COLUMN_MEANINGS, FINISH_MEANINGS, legend_lines, summary_table
+from arena.cli.main import app
+from arena.cli.demo import AGENT_ROLES, AGENTS
+from arena.review.table import COLUMN_MEANINGS, FINISH_MEANINGS, legend_lines, summary_table
 
 
 def test_every_column_and_finish_reason_has_a_meaning() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 import arena.judges.llm as llm
-from arena.runs.cli.main import app
+from arena.cli.main import app
 from arena.runs.config import RunConfig
 from arena.runs.runner import run
-from arena.runs.store import RunStore
+from arena.store.store import RunStore
 from tests.support.openai_server import OpenAIStub, Reply
 
 

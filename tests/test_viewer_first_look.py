@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from arena.runs.config import RunConfig
-from arena.runs.rundata import load_run
+from arena.review.rundata import load_run
 from arena.runs.runner import run
-from arena.runs.viewer import write_viewer
+from arena.review.viewer import write_viewer
 from tests.test_viewer import open_page
 
 pytest.importorskip("playwright.async_api")

@@ -6,6 +6,7 @@ job described by names (`EpisodeJob`) means the same episode everywhere.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +20,7 @@ from arena.core.episode import EpisodeSpec, run_episode
 from arena.judges.protocols import ORIGINAL_DATASET_RULES, ORIGINAL_TURN_RULES, default_protocol
 from arena.core.task import Task
 from arena.core.settings import tools_for_setting
-from arena.core.tool import TOOLS, Tool
+from arena.core.tool import TOOLS, RunResources, Tool
 from arena.core.trajectory import Episode, Step
 
 from .config import RunConfig
@@ -83,6 +84,15 @@ def build_tools(config: RunConfig) -> dict[str, list[Tool]]:
     return per_setting
 
 
+def distinct(per_setting: dict[str, list[Tool]]) -> list[Tool]:
+    """Each tool of the run once (settings share instances)."""
+    unique: dict[int, Tool] = {}
+    for tools in per_setting.values():
+        for tool in tools:
+            unique.setdefault(id(tool), tool)
+    return list(unique.values())
+
+
 def apply_original_budget(config: RunConfig) -> None:
     """Under `--protocol original`: no extra final-answer turn, unless the run's budget asks for one explicitly."""
     budget = config.budget
@@ -128,6 +138,8 @@ class Workbench:
             raise ValueError(f"several agents of the grid have the id {', '.join(clashes)}; give each an "
                              "`id` option (e.g. --agent-option id=NAME)")
         self._tools: dict[str, list[Tool]] | None = None
+        self._resources: RunResources | None = None
+        self._opening = asyncio.Lock()
         self._tasks = {(i, t.id): (d, t) for i, d in enumerate(self.datasets) for t in d.tasks}
         self._dataset_index = {id(d): i for i, d in enumerate(self.datasets)}
 
@@ -137,6 +149,15 @@ class Workbench:
         if self._tools is None:
             self._tools = build_tools(self.config)
         return self._tools
+
+    async def open_tools(self) -> None:
+        """Open every tool of the run once in this process, with the run's resources (idempotent)."""
+        async with self._opening:
+            if self._resources is not None:
+                return
+            self._resources = RunResources(self.config.tool_options)
+            for tool in distinct(self.tools_by_setting):
+                await tool.open(self._resources)
 
     def dataset_index(self, dataset: Dataset) -> int:
         return self._dataset_index[id(dataset)]
@@ -158,7 +179,10 @@ class Workbench:
                            turn_rule=rule)
 
     async def play(self, job: EpisodeJob, run_id: str, blobs: BlobStore) -> Episode:
-        """Run one job to its Episode; model calls made here are recorded in `meta.model_calls`."""
+        """Run one job to its Episode; model calls made here are recorded in `meta.model_calls`. The run's
+        tools are opened before the first job this process plays."""
+        if self._resources is None:
+            await self.open_tools()
         episode = await run_episode(self.spec(job, run_id), blobs)
         episode.meta.update(job.meta)
         if job.prefix:
@@ -166,11 +190,10 @@ class Workbench:
         return episode
 
     async def aclose(self) -> None:
+        """Close the agents, then the tools, then the run's shared tool resources."""
         for agent in self.agents:
             await agent.aclose()
-        seen: set[int] = set()
-        for tools in (self._tools or {}).values():
-            for tool in tools:
-                if id(tool) not in seen:
-                    seen.add(id(tool))
-                    await tool.aclose()
+        for tool in distinct(self._tools or {}):
+            await tool.aclose()
+        if self._resources is not None:
+            await self._resources.aclose()

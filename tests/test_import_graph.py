@@ -17,7 +17,7 @@ PACKAGE = ROOT / "arena"
 LAYER = {"arena": 0, "arena.core": 0, "arena.endpoints": 1, "arena.tools": 2, "arena.agents": 2,
          "arena.judges": 2, "arena.suites": 3, "arena.runs": 4, "arena.runs.cli": 5}
 MIDDLE = 2
-CORE_LINE_LIMIT = 2000
+CORE_LINE_LIMIT = 2250  # 2000 before the suite contract (core/suite.py) and the tools' run resources
 
 
 def module_name(path: Path) -> str:

@@ -13,7 +13,8 @@ from .verdict import Verdict
 
 __all__ = [
     "Agent", "AgentError", "AgentTurn", "Budget", "Dataset", "DatasetError", "Episode", "EpisodeSpec",
-    "EpisodeView", "Judge", "Observation", "RunResources", "Step", "Task", "TaskRef", "Tool", "ToolArgumentError", "ToolContext",
+    "EpisodeView", "Judge", "Observation", "RunResources", "Step", "Task", "TaskRef", "Tool", "ToolArgumentError",
+    "ToolContext",
     "ToolError", "ToolOptions", "ToolResult", "Totals", "Usage", "Verdict", "episode_key", "level_for_hops",
     "load_datasets", "register_agent", "register_judge", "register_loader", "register_tool", "run_episode",
 ]

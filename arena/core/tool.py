@@ -73,7 +73,7 @@ Resource = TypeVar("Resource")
 
 class RunResources:
     """What the tools of one run share in one process (the driver, each worker process, each Ray worker):
-    resources built on first request (a web-search backend with its cassette, browser and HTTP clients) and
+    resources built on first request (a web-search backend with its cassette, headless Chromium, HTTP clients) and
     closed, newest first, when the run ends.
 
     The run's workbench makes one, opens every tool with it (`Tool.open`) before the first episode, and closes
@@ -172,7 +172,7 @@ class Tool(ABC):
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult: ...
 
     async def open(self, run: RunResources) -> None:
-        """Acquire what the tool needs for one run (caches, browser contexts, HTTP clients), alone or shared
+        """Acquire what the tool needs for one run (caches, Chromium contexts, HTTP clients), alone or shared
         with the run's other tools through `run.shared`. Called once per run and process, before the first
         call; resources taken from `run` are closed by the run, not by the tool."""
 

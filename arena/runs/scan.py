@@ -22,7 +22,7 @@ import orjson
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 from arena.endpoints.client import parse_body
-from arena.judges.metrics import AUTO, EPISODE_COLUMNS, SUITE_METRICS, Columns, group_metrics, judge_for_task
+from arena.judges.metrics import AUTO, EPISODE_COLUMNS, Columns, group_metrics, judge_for_task, suite_metrics
 
 from .lock import RunLock, RunLockedError
 from .run_index import FIELDS, EpisodeIndex, IndexSourceError, scan_lines
@@ -170,8 +170,8 @@ def summarize_scan(scan: RunScan, judge: str = AUTO) -> dict[str, Any]:
         entry: dict[str, Any] = {"agent": agent, "setting": setting, "max_rounds": max_rounds}
         entry.update(group_metrics(group_columns(scan, rows, chosen)))
         suites = sorted({c["suite"][r] for r in rows})
-        extras = {s: SUITE_METRICS[s](_suite_rows(scan, [r for r in rows if c["suite"][r] == s], judge))
-                  for s in suites if s in SUITE_METRICS}
+        extras = {s: metrics(_suite_rows(scan, [r for r in rows if c["suite"][r] == s], judge))
+                  for s in suites if (metrics := suite_metrics(s)) is not None}
         if extras:
             entry["suites"] = extras
         out.append(entry)

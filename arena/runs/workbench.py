@@ -17,7 +17,7 @@ from arena.core.agent import AGENTS, Agent, Prompting
 from arena.core.blobs import BlobStore
 from arena.core.dataset import Dataset, load_datasets, refuse_original_only
 from arena.core.episode import EpisodeSpec, run_episode
-from arena.judges.protocols import ORIGINAL_DATASET_RULES, ORIGINAL_TURN_RULES, default_protocol
+from arena.judges.protocols import default_protocol, original_dataset_rule, original_turn_rule
 from arena.core.task import Task
 from arena.core.settings import tools_for_setting
 from arena.core.tool import TOOLS, RunResources, Tool
@@ -118,7 +118,7 @@ class Workbench:
         if config.protocol == "original":
             apply_original_budget(config)
             for dataset in self.datasets:
-                rule = ORIGINAL_DATASET_RULES.get(str(dataset.meta.get("format")))
+                rule = original_dataset_rule(str(dataset.meta.get("format")))
                 if rule is not None:
                     rule(dataset)
         self.pairs: list[tuple[Dataset, Task]] = select_tasks(self.datasets, config)
@@ -166,7 +166,7 @@ class Workbench:
         dataset, task = self._tasks[(job.dataset, job.task_id)]
         budget = self.config.budget.model_copy(update={"max_rounds": job.max_rounds})
         agent = self.agents[job.agent]
-        rule = ORIGINAL_TURN_RULES.get(task.suite) if self.config.protocol == "original" and agent.text_protocol \
+        rule = original_turn_rule(task.suite) if self.config.protocol == "original" and agent.text_protocol \
             else None
         if rule is not None and "on_invalid" not in self.config.budget.model_fields_set:
             budget.on_invalid = "stop"  # a turn the published pipeline fails on ends the episode

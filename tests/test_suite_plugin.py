@@ -173,3 +173,11 @@ def test_every_built_in_suite_is_one_class_named_by_an_entry_point() -> None:
     named = {ep.name: ep.value for ep in entry_points(group="arena") if ep.value.startswith("arena.suites.")}
     assert sorted(named) == ["carv", "condchain", "mmir", "ureason", "vistahop"]
     assert {SUITES[name].__module__ + ":" + SUITES[name].__name__ for name in named} == set(named.values())
+
+
+def test_an_install_without_the_suites_entry_points_says_to_reinstall(monkeypatch: pytest.MonkeyPatch) -> None:
+    from arena.runs import plugins
+
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [])
+    with pytest.raises(plugins.PluginError, match=r"built-in suites are not installed.*pip install -e \."):
+        plugins.load_plugins()

@@ -52,7 +52,11 @@ def load_plugins() -> None:
     """Register every tool, agent, judge and suite (with its loaders, worlds, ...), built in or installed."""
     for package in BUILT_IN:
         import_submodules(package)
-    load_entry_points()
+    names = load_entry_points()
+    if not any(ep.value.startswith("arena.suites.") for ep in entry_points(group=ENTRY_POINT_GROUP)):
+        raise PluginError(f"the built-in suites are not installed (no `{ENTRY_POINT_GROUP}` entry point names "
+                          "arena.suites.*; entry points found: " + (", ".join(names) or "none") + "): the arena's "
+                          "install predates its pyproject.toml; re-run `pip install -e .` in the checkout")
 
 
 def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:

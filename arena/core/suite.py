@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Sequence
 
-from .agent import register_agent
+from .agent import Agent, register_agent
 from .dataset import Dataset, Loader, register_loader
 from .discovery import claim
-from .judge import register_judge
+from .judge import Judge, register_judge
 from .protocol import TurnRule
 from .settings import register_alias, register_setting
 from .tool import Tool, register_tool
@@ -66,8 +66,8 @@ class Suite:
 
     name: ClassVar[str]
     loaders: ClassVar[Sequence[Loader]] = ()
-    judges: ClassVar[dict[str, Callable[..., Any]]] = {}
-    agents: ClassVar[dict[str, Callable[..., Any]]] = {}
+    judges: ClassVar[dict[str, Callable[..., Judge]]] = {}
+    agents: ClassVar[dict[str, Callable[..., Agent]]] = {}
     tools: ClassVar[Sequence[type[Tool]]] = ()
     settings: ClassVar[dict[str, list[str]]] = {}
     setting_aliases: ClassVar[dict[str, list[str]]] = {}

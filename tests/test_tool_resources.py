@@ -210,3 +210,24 @@ def test_every_process_that_plays_opens_the_tools_once_and_closes_them(backend: 
         assert str(driver.pid) not in opened, "the driver plays nothing, so it opens nothing"
     else:
         assert opened == [str(driver.pid)]
+
+
+def test_a_failing_close_does_not_keep_the_others_open() -> None:
+    closed: list[str] = []
+
+    class Resource:
+        def __init__(self, name: str, fails: bool = False):
+            self.name, self.fails = name, fails
+
+        async def aclose(self) -> None:
+            closed.append(self.name)
+            if self.fails:
+                raise OSError(f"{self.name} would not close")
+
+    run = RunResources(ToolOptions())
+    for name in ("first", "second", "third"):
+        run.shared(name, lambda name=name: Resource(name, fails=name == "second"))
+    assert run.shared("first", lambda: Resource("again")).name == "first", "built once"
+    with pytest.raises(OSError, match="second would not close"):
+        asyncio.run(run.aclose())
+    assert closed == ["third", "second", "first"], "newest first, every one"

@@ -96,13 +96,20 @@ class RunResources:
         return self._resources[key]
 
     async def aclose(self) -> None:
-        """Close every resource built, newest first (one may use an older one); idempotent."""
+        """Close every resource built, newest first (one may use an older one), each even when another's close
+        failed (the first failure is raised at the end); idempotent."""
         self.closed = True
         resources, self._resources = list(self._resources.values()), {}
+        failure: BaseException | None = None
         for resource in reversed(resources):
             close = getattr(resource, "aclose", None)
-            if close is not None:
-                await close()
+            try:
+                if close is not None:
+                    await close()
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
 
 class Tool(ABC):

@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arena.core.images import decode_image  # noqa: E402
 from arena.core.world import WORLD_BUILDERS, is_world  # noqa: E402
+from arena.runs.plugins import load_plugins  # noqa: E402
 from arena.suites.vistahop.world.gold import fill  # noqa: E402
 from arena.tools.corpus_index import CorpusIndex  # noqa: E402
 from arena.tools.crop import pixel_box, zoom  # noqa: E402
@@ -56,6 +57,7 @@ def main() -> None:
     world: Path = args.world
     if not is_world(world):
         started = time.perf_counter()
+        load_plugins()  # the suites' worlds are registered by their entry points
         WORLD_BUILDERS["vistahop-mini"](world, seed=0, size="full")
         print(f"built {world} in {time.perf_counter() - started:.1f} s")
     tasks = [json.loads(line) for line in (world / "tasks.jsonl").read_text().splitlines()]

@@ -160,3 +160,26 @@ def test_the_project_installs_one_top_level_package():
     `agents` or `tools` would collide with other packages of the field (the OpenAI Agents SDK installs `agents`)."""
     top = sorted(p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists())
     assert top in (["arena"], ["arena", "tests"]), top
+
+
+def test_every_project_import_names_a_module_that_exists():
+    """An import of `arena.x.y` (or `from .y import`) whose module is not in the tree fails only when that line
+    runs, and the layer checks above would read it as its package: name it here instead (e.g. a module left
+    behind by a move)."""
+    files = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    missing = []
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")
+                    base = ".".join(anchor[: len(anchor) - (node.level - 1)] + ([base] if base else []))
+                names = [base] if base.startswith("arena") else []
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names if alias.name.startswith("arena")]
+            else:
+                continue
+            missing += [f"{path.relative_to(ROOT)}:{node.lineno}: {name}" for name in names if name not in files]
+    assert not missing, "imports of modules that do not exist:\n" + "\n".join(missing)

@@ -14,13 +14,13 @@ from PIL import Image
 
 from arena.core.blobs import BlobStore
 from arena.core.context_image import ContextImage
-from arena.core.tool import ToolError, ToolOptions
+from arena.core.tool import RunResources, ToolError, ToolOptions
 from tests.support.fake_serper import COLORS, FakeGoogleApis
 from tests.support.local_s3 import local_s3, object_keys
 from arena.tools.cassette import CassetteStore
 from arena.tools.image_search import ImageSearchTool
 from arena.tools.keypool import KeysExhausted
-from arena.tools.lens import LiveImageSearch
+from arena.tools.lens import LiveImageSearch, lens_of
 from arena.tools.web_search import WebSearch
 
 SERPAPI_GOOD = "serpapi-good-key-5555555"
@@ -49,9 +49,8 @@ def context_image(blobs: BlobStore, color: str) -> ContextImage:
 
 
 async def searches(options: ToolOptions, blobs: BlobStore, images: list[ContextImage]):
-    web = WebSearch.from_options(options)
-    live = LiveImageSearch.from_options(options, web)
-    web.attachments["lens"] = live
+    run = RunResources(options)
+    live = lens_of(run, options)
     results = []
     try:
         for image in images:
@@ -61,7 +60,7 @@ async def searches(options: ToolOptions, blobs: BlobStore, images: list[ContextI
                 results.append(exc)
         return results, live
     finally:
-        await web.aclose()
+        await run.aclose()
 
 
 def test_serpapi_lens_through_a_public_directory_rotates_dedupes_and_stops(tmp_path: Path, monkeypatch):

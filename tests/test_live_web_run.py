@@ -18,7 +18,8 @@ from tests.support.fake_serper import FakeGoogleApis
 from tests.support.local_s3 import local_s3, object_keys
 from tests.support.openai_server import OpenAIStub, last_user_text
 from tests.support.tiny_dataset import write_tiny_dataset
-from arena.tools import image_host, lens, serper, web_search
+from arena.tools import image_host, lens, web_search
+from arena.tools.web_providers import serper
 
 KEY = "serper-run-key-0123456789"
 BUCKET = "arena-crops"

@@ -13,7 +13,7 @@ import pytest
 from arena.core.tool import ToolOptions, ToolOutage
 from tests.support.fake_serper import FakeGoogleApis
 from arena.tools.keypool import KeyPool, KeysExhausted, scrub
-from arena.tools.serper import SerperClient, SerperProvider, retry_after_seconds
+from arena.tools.web_providers.serper import SerperClient, SerperProvider, retry_after_seconds
 from arena.tools.web_search import WebSearch, WebUnavailable, check_web_options
 
 KEY_A = "serper-test-key-aaaa-1111"

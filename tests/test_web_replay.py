@@ -17,7 +17,7 @@ from arena.runs.runner import RunResult, run
 from tests.support.openai_server import OpenAIStub, last_user_text
 from tests.support.tiny_dataset import write_tiny_dataset
 from tests.test_web_search import FakeWeb
-from arena.tools import web_search
+from arena.tools import web_providers, web_search
 
 SCRIPT = {
     "q1": [{"tool": "text_search_tool", "arguments": {"query": "Who built Orvanta Lighthouse?"}},
@@ -76,8 +76,8 @@ def network_disabled(monkeypatch):
         raise AssertionError("the network was touched during replay")
 
     monkeypatch.setattr(web_search.PageFetcher, "_context", refuse)
-    monkeypatch.setattr(web_search.SearxngProvider, "_get", refuse)
-    monkeypatch.setattr(web_search.DDGSProvider, "_call", refuse)
+    monkeypatch.setattr(web_providers.SearxngProvider, "_get", refuse)
+    monkeypatch.setattr(web_providers.DDGSProvider, "_call", refuse)
     monkeypatch.setattr(web_search.Summarizer, "_ask", refuse)
     monkeypatch.setattr(web_search.httpx, "AsyncClient", refuse)
 

@@ -16,9 +16,12 @@ import pytest
 from PIL import Image
 
 from arena.core.tool import ToolError, ToolOptions
+from arena.tools.address_guard import is_private_host
 from arena.tools.cassette import Cassette
-from arena.tools.web_search import (DDGSProvider, PageError, PageFetcher, SearxngProvider, TransientSearchError, WebSearch,
-                              WebUnavailable, is_private_host)
+from arena.tools.page_fetch import PageFetcher
+from arena.tools.web_errors import PageError, TransientSearchError, WebUnavailable
+from arena.tools.web_providers import DDGSProvider, SearxngProvider
+from arena.tools.web_search import WebSearch
 
 PAGES = {
     "orvanta": ("Orvanta Lighthouse",
@@ -307,26 +310,3 @@ def test_web_search_over_ddgs_retries_then_reports_unreachable_at_once(tmp_path:
 def test_searxng_needs_an_endpoint():
     with pytest.raises(ValueError, match="web_endpoint"):
         SearxngProvider("")
-
-
-def test_tools_of_one_run_share_one_web_backend(tmp_path):
-    import asyncio
-
-    from arena.core.tool import ToolOptions
-    from arena.tools.image_search import ImageSearchTool
-    from arena.tools.text_search import TextSearchTool
-    from arena.tools.web_search import web_for
-
-    options = ToolOptions(web="record", cassette=str(tmp_path / "c.sqlite"), image_search="web")
-    text, image = TextSearchTool(options), ImageSearchTool(options)
-    other = TextSearchTool(ToolOptions(web="record", cassette=str(tmp_path / "d.sqlite")))
-    assert web_for(text) is web_for(image)
-    assert web_for(other) is not web_for(text)
-
-    async def close():
-        for tool in (text, image, other):
-            await tool.aclose()
-
-    asyncio.run(close())
-    assert web_for(text) is not None
-    asyncio.run(text.aclose())

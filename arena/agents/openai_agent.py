@@ -92,7 +92,7 @@ class OpenAIAgent(Agent):
         part = self._parts.get(image)
         if part is not None:
             return part
-        as_file = bool(view.task.metadata.get("images_as_files")) and index < view.n_task_images and image.path
+        as_file = view.task.layout.images_as_files and index < view.n_task_images and image.path
         mime = (mimetypes.guess_type(image.path.name)[0] or "image/jpeg") if as_file and image.path else None
         key = (image.blob_id, mime or self.sizes(view), self.image_detail)  # all that decides the part
         part = transcript.shared_part(key)
@@ -115,10 +115,10 @@ class OpenAIAgent(Agent):
 
     def sizes(self, view: EpisodeView) -> tuple[int, int, int]:
         """(factor, min pixels, max pixels) of the images sent: the agent's, or, when the agent keeps the defaults,
-        a suite's published processing (`metadata["image_size"]`, set by suites/*/protocol.py)."""
-        published = view.task.metadata.get("image_size")
+        a suite's published processing (`task.layout.image_size`, set by suites/*/protocol.py)."""
+        published = view.task.layout.image_size
         if published and self.image_size == (IMAGE_FACTOR, MIN_PIXELS, DEFAULT_MAX_PIXELS):
-            return tuple(published)  # type: ignore[return-value]
+            return published
         return self.image_size
 
     def _image_tokens(self, view: EpisodeView, index: int) -> int:
@@ -152,16 +152,16 @@ class OpenAIAgent(Agent):
             elision = plan_elision(limits, view.n_task_images, fixed, observed)
         # A suite's published request layout (suites/*/protocol.py): "Image i:" labels before the task images, the
         # question sent as is (no format instruction, nothing stripped), no system message when there are no tools.
-        layout = view.task.metadata
-        labels = layout.get("image_labels") or []
+        layout = view.task.layout
+        labels = layout.image_labels
         user: list[Any] = []
         for i in range(view.n_task_images):
             user += [{"type": "text", "text": labels[i]}] if i < len(labels) else []
             user.append(await self._image_part(view, i))
-        verbatim = bool(layout.get("question_verbatim"))
+        verbatim = layout.question_verbatim
         user.append({"type": "text", "text": question if verbatim else f"{question}\n\n{instruction}".strip()})
         messages: list[Any] = [{"role": "user", "content": user}]
-        if view.tools or layout.get("system_message", True):
+        if view.tools or layout.system_message:
             messages.insert(0, {"role": "system", "content": system})
         for step in steps:
             messages.extend(await self._step_messages(view, step, elision))

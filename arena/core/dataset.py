@@ -51,6 +51,9 @@ class Dataset:
 
 @dataclass
 class Loader:
+    """A data format: `detect(path)` says whether `load(path, root=None) -> list[Dataset]` reads it; `published`:
+    a public benchmark's own format (runs on it default to `--protocol original`)."""
+
     name: str
     detect: Callable[[Path], bool]
     load: Callable[..., list[Dataset]]

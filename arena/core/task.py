@@ -15,6 +15,23 @@ def level_for_hops(hops: int | None) -> str | None:
     return None if hops is None or hops < 1 else "L1" if hops < 5 else "L2" if hops < 10 else "L3"
 
 
+class RequestLayout(BaseModel):
+    """How an agent lays out the task in its request where a suite's published pipeline differs from the
+    arena's layout; filled by the suite (its `original_dataset_rules`), read by the agents, never stored.
+
+    `image_labels`: a text part before each task image ("Image 1:", ...); `question_verbatim`: the question
+    sent as is (no format instruction appended); `system_message`: False sends no system message when the
+    episode has no tools; `images_as_files`: task images sent as their files' own bytes and type, not
+    re-encoded; `image_size`: (factor, min pixels, max pixels) of the published image processing, used
+    when the agent keeps its defaults."""
+
+    image_labels: list[str] = Field(default_factory=list)
+    question_verbatim: bool = False
+    system_message: bool = True
+    images_as_files: bool = False
+    image_size: tuple[int, int, int] | None = None
+
+
 class Task(BaseModel):
     """A question, its images (paths relative to the dataset root) and accepted answers.
 
@@ -39,6 +56,8 @@ class Task(BaseModel):
     judge: str | None = None
     evidence: list[str] = Field(default_factory=list)
     reference_images: list[str] = Field(default_factory=list)
+    layout: RequestLayout = Field(default_factory=RequestLayout, exclude=True)
+    """The published request layout of the task's suite, when it has one (not part of the task file)."""
 
     def model_post_init(self, __context: Any) -> None:
         if self.level is None:

@@ -6,7 +6,7 @@ import json
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -68,11 +68,57 @@ class ToolOptions(BaseModel):
     tool_timeout: float = 60.0
 
 
+Resource = TypeVar("Resource")
+
+
+class RunResources:
+    """What the tools of one run share in one process (the driver, each worker process, each Ray worker):
+    resources built on first request (a web-search backend with its cassette, headless Chromium, HTTP clients) and
+    closed, newest first, when the run ends.
+
+    The run's workbench makes one, opens every tool with it (`Tool.open`) before the first episode, and closes
+    it (`aclose`) after the tools. Two runs in one process never share one: nothing run-scoped lives in a
+    module."""
+
+    def __init__(self, options: ToolOptions):
+        self.options = options
+        """The run-wide tool options."""
+        self._resources: dict[str, Any] = {}
+        self.closed = False
+
+    def shared(self, key: str, build: Callable[[], Resource]) -> Resource:
+        """The resource named `key`, built by `build()` the first time it is asked for. A resource with an
+        `aclose()` coroutine method is closed by `aclose` of this object."""
+        if self.closed:
+            raise RuntimeError(f"the run's resources are closed; {key!r} cannot be opened again")
+        if key not in self._resources:
+            self._resources[key] = build()
+        return self._resources[key]
+
+    async def aclose(self) -> None:
+        """Close every resource built, newest first (one may use an older one), each even when another's close
+        failed (the first failure is raised at the end); idempotent."""
+        self.closed = True
+        resources, self._resources = list(self._resources.values()), {}
+        failure: BaseException | None = None
+        for resource in reversed(resources):
+            close = getattr(resource, "aclose", None)
+            try:
+                if close is not None:
+                    await close()
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+
 class Tool(ABC):
     """A function the agent can call. Subclasses set `name`, `description`, `Args` and `run`.
 
-    Built once per run (`Tool(options, datasets)`), called concurrently by many
-    episodes; per-episode state lives in the ToolContext.
+    Life cycle: built once per run and process (`Tool(options)`: checks the options, holds nothing that needs
+    closing), opened once (`await tool.open(run)`: acquires run-scoped resources, alone or shared with the
+    other tools of the run through `run`), called concurrently by many episodes (per-episode state lives in
+    the ToolContext; `end_episode` releases it), closed once (`await tool.aclose()`) when the run ends.
     """
 
     name: ClassVar[str]
@@ -82,7 +128,7 @@ class Tool(ABC):
 
     def __init__(self, options: ToolOptions | None = None):
         self.run_options = options or ToolOptions()
-        """The run-wide options object, shared by every tool of the run (its identity marks the run)."""
+        """The run-wide options object, shared by every tool of the run."""
         given = self.run_options.model_dump()
         try:
             self.options = self.Options.model_validate(given)
@@ -90,10 +136,19 @@ class Tool(ABC):
             problems = validation_problems(exc, "options")
             raise ValueError(f"tool {self.name}: invalid tool option(s): {problems}") from None
 
+    def arguments_model(self) -> type[BaseModel]:
+        """The arguments this instance takes (`Args`, unless its options choose another form)."""
+        return self.Args
+
+    def describe(self) -> str:
+        """The description the model reads (`description`, unless the options choose another)."""
+        return self.description
+
     def schema(self) -> dict[str, Any]:
         """OpenAI function-tool schema (also used inside the Hermes `<tools>` block)."""
-        params = _clean_schema(self.Args.model_json_schema())
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": params}}
+        params = _clean_schema(self.arguments_model().model_json_schema())
+        return {"type": "function", "function": {"name": self.name, "description": self.describe(),
+                                                 "parameters": params}}
 
     def cached_schema(self) -> dict[str, Any]:
         """`schema()`, computed once per tool instance (options do not change during a run)."""
@@ -112,7 +167,7 @@ class Tool(ABC):
             raise ToolArgumentError(f"arguments of {self.name} must be a JSON object, got {type(arguments).__name__}")
         _check_numbers(self.name, arguments, "arguments")
         try:
-            return self.Args.model_validate(arguments)
+            return self.arguments_model().model_validate(arguments)
         except ValidationError as exc:
             problems = validation_problems(exc, "arguments")
             raise ToolArgumentError(f"invalid arguments for {self.name}: {problems}") from None
@@ -123,12 +178,18 @@ class Tool(ABC):
     @abstractmethod
     async def run(self, args: Any, ctx: ToolContext) -> ToolResult: ...
 
+    async def open(self, run: RunResources) -> None:
+        """Acquire what the tool needs for one run (caches, Chromium contexts, HTTP clients), alone or shared
+        with the run's other tools through `run.shared`. Called once per run and process, before the first
+        call; resources taken from `run` are closed by the run, not by the tool."""
+
     async def end_episode(self, ctx: ToolContext) -> None:
         """Release what this tool holds for one episode; called once when the episode ends
         (with the episode's own `images` list, which identifies the episode)."""
 
     async def aclose(self) -> None:
-        """Release run-wide resources (processes, indexes, connections)."""
+        """Release what the tool itself holds for the run (processes, connections); called once when the run
+        ends, before the run's shared resources are closed."""
 
 
 MAX_ARGUMENT_NUMBER = 1e15

@@ -6,7 +6,7 @@ deviation over repeats, per level and category, average tool calls (and per
 tool), average rounds, tool utilisation = average tool calls / maximum allowed
 calls, correct answers split by evidence verdict (supported / unsupported / unknown, when
 assessed), finish reasons, invalid and ignored calls, tokens and seconds. Suites add
-their own figures (Path F1, per-source accuracy, ...) through `register_suite_metrics`.
+their own figures (Path F1, per-source accuracy, ...) through their `Suite.metrics` (`arena.core.suite`).
 
 Each figure is computed in one place, from a group's columns (`COLUMNS`): `summarize` builds them from
 records, `arena.store.scan` from the episode index without parsing trajectories. Suites' own metrics get whole
@@ -19,7 +19,7 @@ import statistics
 from collections import Counter, defaultdict
 from typing import Any, Callable, Iterable
 
-from arena.core.discovery import registering
+from arena.core.suite import suite_named
 from arena.core.trajectory import Episode
 from arena.core.verdict import AUTO, Verdict, judge_for_task  # noqa: F401 (AUTO re-exported)
 
@@ -28,12 +28,13 @@ from .stats import bootstrap_ci, ks_for, majority_at_k, pass_at_k
 
 Row = tuple[Episode, "Verdict | None"]
 SuiteMetrics = Callable[[list[Row]], dict[str, Any]]
-SUITE_METRICS: dict[str, SuiteMetrics] = {}
 
 
-def register_suite_metrics(suite: str):
-    """Decorator for `fn(rows: list[(Episode, Verdict | None)]) -> dict` added to every group of that suite."""
-    return registering(SUITE_METRICS, suite, "suite metrics")
+def suite_metrics(suite: str) -> SuiteMetrics | None:
+    """The suite's own figures, `fn(rows: list[(Episode, Verdict | None)]) -> dict`, added to every group holding
+    its tasks (`Suite.metrics`); None when the suite declares none or is not installed."""
+    declared = suite_named(suite)
+    return declared.metrics if declared is not None else None
 
 
 def score_of(verdict: Verdict | None) -> float:
@@ -243,7 +244,8 @@ def summarize(episodes: list[Episode], verdicts: list[Verdict], judge: str = AUT
         entry: dict[str, Any] = {"agent": agent, "setting": setting, "max_rounds": max_rounds}
         entry.update(group_metrics(columns_of(rows)))
         suites = sorted({e.task.suite for e, _ in rows})
-        extras = {s: SUITE_METRICS[s]([r for r in rows if r[0].task.suite == s]) for s in suites if s in SUITE_METRICS}
+        extras = {s: metrics([r for r in rows if r[0].task.suite == s]) for s in suites
+                  if (metrics := suite_metrics(s)) is not None}
         if extras:
             entry["suites"] = extras
         out.append(entry)

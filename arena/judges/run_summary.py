@@ -19,7 +19,7 @@ from arena.store.run_index import scan_lines
 from arena.store.scan import Chosen, RunScan, TaskJudge, scan_run
 from arena.store.store import RunStore
 
-from .metrics import AUTO, EPISODE_COLUMNS, SUITE_METRICS, Columns, group_metrics, judge_for_task
+from .metrics import AUTO, EPISODE_COLUMNS, Columns, group_metrics, judge_for_task, suite_metrics
 
 
 def group_columns(scan: RunScan, rows: list[int], chosen: dict[int, Chosen]) -> Columns:
@@ -60,8 +60,8 @@ def summarize_scan(scan: RunScan, judge: str = AUTO) -> dict[str, Any]:
         entry: dict[str, Any] = {"agent": agent, "setting": setting, "max_rounds": max_rounds}
         entry.update(group_metrics(group_columns(scan, rows, chosen)))
         suites = sorted({c["suite"][r] for r in rows})
-        extras = {s: SUITE_METRICS[s](_suite_rows(scan, [r for r in rows if c["suite"][r] == s], judge))
-                  for s in suites if s in SUITE_METRICS}
+        extras = {s: metrics(_suite_rows(scan, [r for r in rows if c["suite"][r] == s], judge))
+                  for s in suites if (metrics := suite_metrics(s)) is not None}
         if extras:
             entry["suites"] = extras
         out.append(entry)

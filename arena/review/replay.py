@@ -28,7 +28,7 @@ from arena.core.agent import Agent, AgentError, AgentTurn, EpisodeView
 from arena.core.blobs import BlobStore
 from arena.core.dataset import load_datasets
 from arena.core.episode import EpisodeSpec, run_episode
-from arena.core.tool import TOOLS
+from arena.core.tool import TOOLS, RunResources
 from arena.core.trajectory import Episode, Observation, Step, played_rounds
 from arena.core.verdict import Verdict
 
@@ -213,16 +213,20 @@ async def check_episode(run: RunData, episode: Episode) -> list[Difference]:
     if unknown:
         raise ValueError(f"episode {episode.id} used tool(s) not installed here: {', '.join(unknown)}")
     tools = [TOOLS[n](config.tool_options) for n in episode.tools]
+    resources = RunResources(config.tool_options)
     budget = episode.budget.model_copy(update={"max_rounds": len(rounds), "final_answer_turn": False,
                                                "max_seconds": None, "max_tokens": None})
     spec = EpisodeSpec(run_id="replay-check", task=task, dataset=dataset, agent=_NoAgent(), tools=tools,
                        setting=episode.setting, budget=budget, prefix=rounds, prefix_mode="replay")
     try:
+        for tool in tools:
+            await tool.open(resources)
         with tempfile.TemporaryDirectory(prefix="arena-replay-") as tmp:
             replayed = await run_episode(spec, BlobStore(Path(tmp)))
     finally:
         for tool in tools:
             await tool.aclose()
+        await resources.aclose()
     differences = []
     if replayed.finish_reason == "error":
         differences.append(Difference(0, None, "episode", "played", _short(replayed.error or "")))

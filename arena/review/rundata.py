@@ -108,7 +108,9 @@ def judge_label(judge: str, own: str) -> str:
 
 
 def load_run(run_dir: str | Path, judge: str | None = None) -> RunData:
-    """A run read back; its verdicts are those of `judge`, by default the judge the run was scored with."""
+    """A run read back; its verdicts are those of `judge`, by default the judge the run was scored with. Every
+    installed suite is registered first: its metrics are part of the run's summary."""
+    load_plugins()
     store = RunStore(run_dir)
     if not store.exists():
         raise ValueError(f"{run_dir}: not a run directory (no run.json)")

@@ -2,7 +2,8 @@
 
 Loaded in the CLI process and in every worker (Ray or local processes), so a third-party tool, agent,
 judge, loader, world or suite installed with an `arena` entry point works everywhere the built-ins do.
-An entry point may name a module (imported for its registrations) or a callable (called once).
+An entry point may name a `Suite` class (registered: how every suite, the built-in ones included, is
+installed), a module (imported for its registrations) or another callable (called once).
 
 Also the one place that calls registered factories with user options.
 """
@@ -14,8 +15,9 @@ from importlib.metadata import entry_points
 from typing import Any, Callable
 
 from arena.core.discovery import import_submodules
+from arena.core.suite import Suite, register_suite
 
-BUILT_IN = ("arena.tools", "arena.agents", "arena.judges", "arena.suites")
+BUILT_IN = ("arena.tools", "arena.agents", "arena.judges")
 ENTRY_POINT_GROUP = "arena"
 _loaded: set[str] = set()
 
@@ -35,17 +37,26 @@ def load_entry_points(group: str = ENTRY_POINT_GROUP) -> list[str]:
             target = ep.load()
         except Exception as exc:
             raise PluginError(f"plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}") from exc
-        if callable(target) and not inspect.ismodule(target):
+        if isinstance(target, type) and issubclass(target, Suite):
+            try:
+                register_suite(target)
+            except (TypeError, ValueError) as exc:
+                raise PluginError(f"suite {ep.name!r} ({ep.value}) cannot be registered: {exc}") from exc
+        elif callable(target) and not inspect.ismodule(target):
             target()
         _loaded.add(ep.value)
     return names
 
 
 def load_plugins() -> None:
-    """Register every tool, agent, judge, loader, world builder and suite, built in or installed."""
+    """Register every tool, agent, judge and suite (with its loaders, worlds, ...), built in or installed."""
     for package in BUILT_IN:
         import_submodules(package)
-    load_entry_points()
+    names = load_entry_points()
+    if not any(ep.value.startswith("arena.suites.") for ep in entry_points(group=ENTRY_POINT_GROUP)):
+        raise PluginError(f"the built-in suites are not installed (no `{ENTRY_POINT_GROUP}` entry point names "
+                          "arena.suites.*; entry points found: " + (", ".join(names) or "none") + "): the arena's "
+                          "install predates its pyproject.toml; re-run `pip install -e .` in the checkout")
 
 
 def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:

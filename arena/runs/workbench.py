@@ -6,6 +6,7 @@ job described by names (`EpisodeJob`) means the same episode everywhere.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from pathlib import Path
 from typing import Any, Literal
@@ -16,9 +17,10 @@ from arena.core.agent import AGENTS, Agent, Prompting
 from arena.core.blobs import BlobStore
 from arena.core.dataset import Dataset, load_datasets, refuse_original_only
 from arena.core.episode import EpisodeSpec, run_episode
-from arena.judges.protocols import ORIGINAL_DATASET_RULES, ORIGINAL_TURN_RULES, default_protocol
+from arena.judges.protocols import default_protocol, original_dataset_rule, original_turn_rule
 from arena.core.task import Task
-from arena.core.tool import TOOLS, Tool
+from arena.core.settings import tools_for_setting
+from arena.core.tool import TOOLS, RunResources, Tool
 from arena.core.trajectory import Episode, Step
 
 from .config import RunConfig
@@ -84,6 +86,15 @@ def build_tools(config: RunConfig) -> dict[str, list[Tool]]:
     return per_setting
 
 
+def distinct(per_setting: dict[str, list[Tool]]) -> list[Tool]:
+    """Each tool of the run once (settings share instances)."""
+    unique: dict[int, Tool] = {}
+    for tools in per_setting.values():
+        for tool in tools:
+            unique.setdefault(id(tool), tool)
+    return list(unique.values())
+
+
 def apply_original_budget(config: RunConfig) -> None:
     """Under `--protocol original`: no extra final-answer turn, unless the run's budget asks for one explicitly."""
     budget = config.budget
@@ -109,7 +120,7 @@ class Workbench:
         if config.protocol == "original":
             apply_original_budget(config)
             for dataset in self.datasets:
-                rule = ORIGINAL_DATASET_RULES.get(str(dataset.meta.get("format")))
+                rule = original_dataset_rule(str(dataset.meta.get("format")))
                 if rule is not None:
                     rule(dataset)
         self.pairs: list[tuple[Dataset, Task]] = select_tasks(self.datasets, config)
@@ -129,6 +140,8 @@ class Workbench:
             raise ValueError(f"several agents of the grid have the id {', '.join(clashes)}; give each an "
                              "`id` option (e.g. --agent-option id=NAME)")
         self._tools: dict[str, list[Tool]] | None = None
+        self._resources: RunResources | None = None
+        self._opening = asyncio.Lock()
         self._tasks = {(i, t.id): (d, t) for i, d in enumerate(self.datasets) for t in d.tasks}
         self._dataset_index = {id(d): i for i, d in enumerate(self.datasets)}
 
@@ -139,6 +152,15 @@ class Workbench:
             self._tools = build_tools(self.config)
         return self._tools
 
+    async def open_tools(self) -> None:
+        """Open every tool of the run once in this process, with the run's resources (idempotent)."""
+        async with self._opening:
+            if self._resources is not None:
+                return
+            self._resources = RunResources(self.config.tool_options)
+            for tool in distinct(self.tools_by_setting):
+                await tool.open(self._resources)
+
     def dataset_index(self, dataset: Dataset) -> int:
         return self._dataset_index[id(dataset)]
 
@@ -146,7 +168,7 @@ class Workbench:
         dataset, task = self._tasks[(job.dataset, job.task_id)]
         budget = self.config.budget.model_copy(update={"max_rounds": job.max_rounds})
         agent = self.agents[job.agent]
-        rule = ORIGINAL_TURN_RULES.get(task.suite) if self.config.protocol == "original" and agent.text_protocol \
+        rule = original_turn_rule(task.suite) if self.config.protocol == "original" and agent.text_protocol \
             else None
         if rule is not None and "on_invalid" not in self.config.budget.model_fields_set:
             budget.on_invalid = "stop"  # a turn the published pipeline fails on ends the episode
@@ -159,7 +181,10 @@ class Workbench:
                            turn_rule=rule)
 
     async def play(self, job: EpisodeJob, run_id: str, blobs: BlobStore) -> Episode:
-        """Run one job to its Episode; model calls made here are recorded in `meta.model_calls`."""
+        """Run one job to its Episode; model calls made here are recorded in `meta.model_calls`. The run's
+        tools are opened before the first job this process plays."""
+        if self._resources is None:
+            await self.open_tools()
         episode = await run_episode(self.spec(job, run_id), blobs)
         episode.meta.update(job.meta)
         if job.prefix:
@@ -167,11 +192,10 @@ class Workbench:
         return episode
 
     async def aclose(self) -> None:
+        """Close the agents, then the tools, then the run's shared tool resources."""
         for agent in self.agents:
             await agent.aclose()
-        seen: set[int] = set()
-        for tools in (self._tools or {}).values():
-            for tool in tools:
-                if id(tool) not in seen:
-                    seen.add(id(tool))
-                    await tool.aclose()
+        for tool in distinct(self._tools or {}):
+            await tool.aclose()
+        if self._resources is not None:
+            await self._resources.aclose()

@@ -1,9 +1,5 @@
 """One package per benchmark (VistaHop, MM-CondChain, MMIR, CARV, UReason), each holding all of it: loaders,
-world generator and its check, suite judges and metrics, suite policies and agents.
-
-Importing this package registers every suite's loaders, worlds, judges and agents.
+world generator and its check, suite judges and metrics, suite policies and agents, declared by ONE `Suite` class
+(`<package>.suite`) that the package's `arena` entry point names (pyproject.toml). Importing a package registers
+nothing; `arena.runs.plugins.load_plugins` registers every suite installed, built in or not.
 """
-
-from arena.core.discovery import import_submodules
-
-import_submodules(__name__)

@@ -59,7 +59,12 @@ def read_documents(path: Path) -> list[Document]:
 
 
 class CorpusIndex:
-    """BM25 over title + text; `search` returns hits with an extractive summary of each page."""
+    """BM25 over title + text; `search` returns hits with an extractive summary of each page.
+
+    Indexes are cached per process (`_cache`), not per run, on purpose: an index is a pure function of an
+    immutable file version (the key is the file's device, inode, size and times, so an edited corpus is a new
+    key), holds no connection or handle to release, and runs in one process (tests, sweeps) reading one world
+    should not pay for its index twice."""
 
     _cache: dict[tuple[int, int, int, int, int], "CorpusIndex"] = {}
     _lock = threading.Lock()

@@ -138,7 +138,11 @@ def _hamming(query: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 class ReverseImageIndex:
-    """Search a world's images by example; build with `load` or `for_world` (cached per world)."""
+    """Search a world's images by example; build with `load` or `for_world` (cached per world).
+
+    The cache (`_cache`) is per process, not per run, on purpose: an index is a pure function of the world's
+    on-disk image index (keyed by the world's path and its manifest's size and time, so a rebuilt world is a
+    new key), holds nothing to release, and every run in the process reading that world may share it."""
 
     _cache: dict[tuple[str, str], "ReverseImageIndex"] = {}
     _lock = threading.Lock()

@@ -23,12 +23,11 @@ from PIL import Image
 from pydantic import BaseModel, Field
 
 from arena.core.images import ImageError, decode_image
-from arena.core.tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolResult, register_tool
+from arena.core.tool import RunResources, Tool, ToolArgumentError, ToolContext, ToolError, ToolResult, register_tool
 from arena.tools.image_index import ReverseImageIndex
-from arena.tools.lens import check_live_options, lens_for
+from arena.tools.lens import LiveImageSearch, check_live_options, lens_of
 from arena.tools.search_results import MAX_IMAGE_RESULTS, THUMBNAIL_SIDE
-from arena.tools.web_search import (WEB_IMAGE_DESCRIPTION, WebImageSearchArgs, WebOptions, check_web_options, close_web_for,
-                              web_for)
+from arena.tools.web_search import WEB_IMAGE_DESCRIPTION, RunWeb, WebImageSearchArgs, WebOptions, check_web_options
 
 MAX_RESULTS = MAX_IMAGE_RESULTS
 
@@ -77,18 +76,38 @@ class ImageSearchTool(Tool):
             if self.options.web == "offline":
                 raise ValueError("image_search=web needs the live web: --web live|record|replay|refresh")
             check_web_options(self.options)
-            self.Args, self.description = WebImageSearchArgs, WEB_IMAGE_DESCRIPTION
         elif self.options.image_search == "live":
             check_web_options(self.options)
             check_live_options(self.options)
+        self.web = RunWeb(self.name)
+        self.lens: LiveImageSearch | None = None
+        self._lens_problem = "image_search_tool was not opened for a run (Tool.open)"
+
+    def arguments_model(self) -> type[BaseModel]:
+        """In mode `web` the tool takes words (`query`), not an image in context."""
+        return WebImageSearchArgs if self.options.image_search == "web" else ImageSearchArgs
+
+    def describe(self) -> str:
+        return WEB_IMAGE_DESCRIPTION if self.options.image_search == "web" else self.description
+
+    async def open(self, run: RunResources) -> None:
+        if self.options.image_search in ("web", "live"):
+            self.web.open(run)
+        if self.options.image_search == "live":
+            try:
+                self.lens = lens_of(run, self.options)
+            except ToolError as exc:
+                self._lens_problem = str(exc)  # each call reports it
 
     async def run(self, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
         if self.options.image_search == "web":
-            return await web_for(self).image_search(args.query)
+            return await self.web.get().image_search(args.query)
         if not 0 <= args.img_idx < len(ctx.images):
             raise ToolArgumentError(f"img_idx {args.img_idx} is out of range: {len(ctx.images)} image(s) in context")
         if self.options.image_search == "live":
-            return await lens_for(self).search(ctx.images[args.img_idx], ctx.blobs)
+            if self.lens is None:
+                raise ToolError(self._lens_problem)
+            return await self.lens.search(ctx.images[args.img_idx], ctx.blobs)
         mode = self.options.image_search
         index = _index_for(ctx.dataset.world) if mode in ("auto", "index") else None
         if mode == "index" and index is None:
@@ -143,5 +162,5 @@ class ImageSearchTool(Tool):
         return ToolResult(text="\n".join(lines), images=thumbs, data={"mode": "stored", "results": len(lines)})
 
     async def aclose(self) -> None:
-
-        await close_web_for(self)
+        self.web.close()
+        self.lens = None

@@ -29,17 +29,17 @@ from typing import Any, Protocol
 import httpx
 
 from arena.core.context_image import ContextImage
-from arena.core.tool import ToolError, ToolOptions, ToolResult
+from arena.core.tool import RunResources, ToolError, ToolOptions, ToolResult
 
 from arena.tools.cassette import Recorded
 from arena.tools.image_host import ImageHost, image_host
 from arena.tools.keypool import KeyPool, scrub
 from arena.tools.search_results import MAX_IMAGE_RESULTS
-from arena.tools.serper import DEFAULT_ENDPOINT as SERPER_ENDPOINT
-from arena.tools.serper import DEFAULT_KEY_ENV as SERPER_KEY_ENV
-from arena.tools.serper import SerperClient, check_retry_after, error_message
 from arena.tools.web_errors import TransientSearchError, WebConfigError, WebUnavailable
-from arena.tools.web_search import WebSearch, web_for
+from arena.tools.web_providers.serper import DEFAULT_ENDPOINT as SERPER_ENDPOINT
+from arena.tools.web_providers.serper import DEFAULT_KEY_ENV as SERPER_KEY_ENV
+from arena.tools.web_providers.serper import SerperClient, check_retry_after, error_message
+from arena.tools.web_search import WebSearch, web_search_of
 
 LENS_VERSION = 1
 SERPAPI_ENDPOINT = "https://serpapi.com"
@@ -200,7 +200,7 @@ class LiveImageSearch:
             url = await self._publish(digest, data, ext or "png")
             self.searches += 1
             try:
-                rows = await self.web._paced(lambda: self.provider.lens(url, n))
+                rows = await self.web._paced(lambda: asyncio.to_thread(self.provider.lens, url, n))
             except TransientSearchError as exc:
                 raise WebUnavailable(f"the reverse image search kept failing after {self.web.retries + 1} "
                                      f"attempts ({exc})") from None
@@ -221,17 +221,14 @@ class LiveImageSearch:
         self._published.clear()
 
 
-def lens_for(tool) -> LiveImageSearch:
-    """The run's LiveImageSearch, attached to its shared WebSearch (built on first use)."""
-    web = web_for(tool)
-    lens = web.attachments.get("lens")
-    if lens is None:
-        try:
-            lens = LiveImageSearch.from_options(tool.options, web)
-        except ValueError as exc:
-            raise ToolError(str(exc)) from None
-        web.attachments["lens"] = lens
-    return lens
+def lens_of(run: RunResources, options: ToolOptions) -> LiveImageSearch:
+    """The run's LiveImageSearch on the run's WebSearch (both run-scoped resources, built on first request;
+    the run closes the Lens search before the web search it uses). ToolError on options that cannot work."""
+    try:
+        web = web_search_of(run)
+        return run.shared("lens", lambda: LiveImageSearch.from_options(options, web))
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def check_live_options(options: ToolOptions) -> None:

@@ -18,11 +18,11 @@ from typing import Protocol
 from pydantic import BaseModel, Field
 
 from arena.core.dataset import Dataset, DatasetError
-from arena.core.tool import Tool, ToolContext, ToolError, ToolResult, register_tool
+from arena.core.tool import RunResources, Tool, ToolContext, ToolError, ToolResult, register_tool
 
 from .corpus_index import CorpusIndex
 from .search_results import SearchResult, format_results
-from .web_search import WebOptions, check_web_options, close_web_for, web_for
+from .web_search import RunWeb, WebOptions, check_web_options
 
 
 class TextSearchBackend(Protocol):
@@ -79,10 +79,15 @@ class TextSearchTool(Tool):
         super().__init__(options)
         if self.options.web != "offline":
             check_web_options(self.options)
+        self.web = RunWeb(self.name)
+
+    async def open(self, run: RunResources) -> None:
+        if self.options.web != "offline":
+            self.web.open(run)
 
     async def run(self, args: TextSearchArgs, ctx: ToolContext) -> ToolResult:
         if self.options.web != "offline":
-            return await web_for(self).text_search(args.query, max(1, self.options.top_k))
+            return await self.web.get().text_search(args.query, max(1, self.options.top_k))
         backend_name = getattr(self.options, "text_search_backend", "corpus")
         backend = BACKENDS.get(backend_name)
         if backend is None:
@@ -95,4 +100,4 @@ class TextSearchTool(Tool):
                                 "hits": [{"title": r.title, "url": r.url, "score": r.score} for r in results]})
 
     async def aclose(self) -> None:
-        await close_web_for(self)
+        self.web.close()

@@ -1,4 +1,5 @@
-"""The errors of the live-web tools, shared by every provider (ddgs, SearXNG, Serper, the Lens providers)."""
+"""The errors of the live-web tools, shared by every provider (ddgs, SearXNG, Serper, the Lens providers), the
+address guard and the page fetcher."""
 
 from __future__ import annotations
 
@@ -20,3 +21,8 @@ class TransientSearchError(Exception):
     def __init__(self, message: str, retry_after: float | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class PageError(Exception):
+    """A page or thumbnail that could not be loaded, or that the address guard refused (a text search then
+    shows the listing's snippet instead of the page)."""

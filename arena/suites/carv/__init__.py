@@ -1,5 +1,4 @@
-"""CARV: the loader, the carv-mini world and the caption-parser / LLM judges (Table 2 cells)."""
+"""CARV: the loader, the carv-mini world and the caption-parser / LLM judges (Table 2 cells).
 
-from arena.core.discovery import import_submodules
-
-import_submodules(__name__)
+The suite is the class `CARV` (`arena.suites.carv.suite`), registered once by its `arena` entry point;
+importing the package registers nothing."""

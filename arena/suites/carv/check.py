@@ -19,7 +19,7 @@ from typing import Any
 
 from arena.agents.policy_turns import read_jsonl
 from arena.core.task import Task
-from arena.core.world import Baseline, WorldCheck, register_world_check
+from arena.core.world import Baseline, WorldCheck
 
 from .judge import parse_caption
 from .loader import NO_RESULT, PROPERTIES, parse_stem
@@ -62,7 +62,7 @@ def static_problems(world: Path, tasks: list[Task]) -> tuple[list[str], dict[str
     return problems, stats
 
 
-register_world_check("carv-mini", WorldCheck(
+CHECK = WorldCheck(
     baselines=(Baseline("carv-oracle", "no-tool", max_rounds=1, min_pass=1.0),
                Baseline("carv-copy", "no-tool", max_rounds=1, max_pass=COPY_MAX)),
-    static=static_problems, judge="auto", oracle="carv-oracle"))
+    static=static_problems, judge="auto", oracle="carv-oracle")

@@ -28,14 +28,13 @@ from typing import Any
 
 from arena.core.blobs import BlobStore
 from arena.endpoints.client import EndpointConfig, EndpointError
-from arena.core.judge import Judge, register_judge, text_hash
+from arena.core.judge import Judge, text_hash
 from arena.suites.carv.loader import NO_RESULT, PROPERTIES
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 
 from arena.judges.llm import ModelJudge
-from arena.judges.protocols import register_arena_variant
-from arena.judges.metrics import register_suite_metrics, score_of
+from arena.judges.metrics import score_of
 from arena.judges.stats import cohen_kappa
 
 # --- the caption parser ----------------------------------------------------------------------------------------
@@ -231,7 +230,6 @@ class CarvParseJudge(Judge):
                             rationale=rationale, raw=parsed.describe())
 
 
-@register_judge("carv-parse")
 def carv_parse() -> CarvParseJudge:
     return CarvParseJudge()
 
@@ -344,7 +342,6 @@ class CarvLLMJudge(ModelJudge):
                             raw=output, **base)
 
 
-@register_judge("carv-llm")
 def carv_llm(model: str, base_url: str, api_key_env: str | None = None, prompt: str = "paper",
              cache_path: str | None = None, timeout: float = 120.0, max_retries: int = 4,
              retry_initial: float = 1.0, max_tokens: int | None = 512) -> CarvLLMJudge:
@@ -352,9 +349,6 @@ def carv_llm(model: str, base_url: str, api_key_env: str | None = None, prompt: 
                               max_retries=max_retries, retry_initial=retry_initial, temperature=0.0,
                               max_tokens=max_tokens)
     return CarvLLMJudge(endpoint, prompt=prompt, cache_path=cache_path)
-
-
-register_arena_variant("carv-llm", prompt="arena")  # --protocol arena (docs/protocols.md)
 
 
 # --- metrics ---------------------------------------------------------------------------------------------------
@@ -368,7 +362,6 @@ def _pct(values: list[float]) -> float | None:
     return round(100.0 * sum(values) / len(values), 4) if values else None
 
 
-@register_suite_metrics("carv")
 def carv_metrics(rows: list[tuple[Episode, Verdict | None]]) -> dict[str, Any]:
     """Accuracy over valid verdicts per cell of the paper's Table 2 and per |T| (Shared Source, Figure 6),
     and the agreement of the verdicts with the caption parser."""

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from arena.core.dataset import Dataset, DatasetError, register_loader
+from arena.core.dataset import Dataset, DatasetError, Loader
 from arena.core.task import Task
 
 from arena.core.arena_tasks import collect_tasks, content_id, first_record
@@ -323,9 +323,11 @@ def _is_carv_file(path: Path) -> bool:
     return isinstance(record, dict) and "context_image" in record and "label" in record
 
 
-@register_loader("carv", detect=_is_carv_file)
 def load_carv(path: Path, root: Path | None = None) -> list[Dataset]:
     """A CARV public item file; images are looked up as `{stem}.png|jpg|...` in `root` (default: the file's folder)
     or its `images/` folder."""
     base = (root or path.parent).resolve()
     return [Dataset(name=path.stem, root=base, tasks=load_items(path, base), source=path)]
+
+
+CARV_LOADER = Loader("carv", detect=_is_carv_file, load=load_carv)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.agents.policy_turns import answer_turn, read_jsonl, world_dir
-from arena.core.agent import Agent, AgentTurn, EpisodeView, register_agent
+from arena.core.agent import Agent, AgentTurn, EpisodeView
 
 from .loader import State, answer_caption, apply, compose, parse_stem, transformation
 
@@ -72,11 +72,9 @@ class CarvCopy(Agent):
         return {"id": self.id, "kind": "carv-copy"}
 
 
-@register_agent("carv-oracle")
 def carv_oracle(world: str | None = None, id: str = "carv-oracle") -> CarvOracle:
     return CarvOracle(world=world, id=id)
 
 
-@register_agent("carv-copy")
 def carv_copy(id: str = "carv-copy") -> CarvCopy:
     return CarvCopy(id=id)

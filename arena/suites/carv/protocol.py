@@ -10,7 +10,6 @@ parser alone decides.
 from __future__ import annotations
 
 from arena.core.dataset import Dataset, DatasetError
-from arena.judges.protocols import register_original_dataset_rule
 
 
 def original_judges(dataset: Dataset) -> None:
@@ -24,6 +23,3 @@ def original_judges(dataset: Dataset) -> None:
                                "--protocol arena scores without it)")
         task.judge = "carv-llm"
         task.metadata["judges"] = ["carv-llm", "carv-parse"]
-
-
-register_original_dataset_rule("carv", original_judges)

@@ -28,7 +28,7 @@ from arena.core.images import encode_png
 from arena.suites.carv.loader import (
     OPERATIONS, PROPERTIES, VALUES, Atomic, State, answer_caption, apply, carv_task, compose,
 )
-from arena.core.world import WorldInfo, register_world, write_world
+from arena.core.world import WorldInfo, write_world
 
 WIDTH, HEIGHT = 480, 360
 FLOOR_Y = 322
@@ -272,7 +272,6 @@ def generate(seed: int, per_cell: int) -> list[tuple[str, list[State], State | N
     return items
 
 
-@register_world("carv-mini")
 def build(out: Path, *, seed: int = 0, size: str = "small") -> Path:
     if size not in SIZES:
         raise ValueError(f"size must be one of {', '.join(SIZES)}, got {size!r}")

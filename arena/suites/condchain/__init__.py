@@ -1,5 +1,4 @@
-"""MM-CondChain: the loader, the condchain-mini worlds, the VPIR predicate evaluator and the judge (True-path / False-path accuracy, Path F1)."""
+"""MM-CondChain: the loader, the condchain-mini worlds, the VPIR predicate evaluator and the judge (True-path / False-path accuracy, Path F1).
 
-from arena.core.discovery import import_submodules
-
-import_submodules(__name__)
+The suite is the class `CondChain` (`arena.suites.condchain.suite`), registered once by its `arena` entry point;
+importing the package registers nothing."""

@@ -21,7 +21,7 @@ from typing import Any
 
 from arena.agents.policy_turns import read_jsonl
 from arena.core.task import Task
-from arena.core.world import Baseline, WorldCheck, register_world_check
+from arena.core.world import Baseline, WorldCheck
 
 from . import vpir
 from .policies import ChainError, chain_lines, execute_chain, option_label
@@ -87,5 +87,3 @@ CHECK = WorldCheck(
     baselines=(Baseline("condchain-oracle", "no-tool", max_rounds=1, min_pass=1.0),
                Baseline("condchain-random", "no-tool", max_rounds=1, max_pass=RANDOM_MAX)),
     static=static_problems, judge="auto", oracle="condchain-oracle")
-register_world_check("condchain-mini", CHECK)
-register_world_check("condchain-mini-agentic", CHECK)

@@ -20,13 +20,12 @@ from collections import defaultdict
 from typing import Any
 
 from arena.core.blobs import BlobStore
-from arena.core.judge import Judge, register_judge
-from arena.judges.protocols import register_arena_variant
+from arena.core.judge import Judge
 from arena.suites.condchain.loader import parse_boxed, parse_task_id
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 
-from arena.judges.metrics import Row, register_suite_metrics, score_of
+from arena.judges.metrics import Row, score_of
 
 
 def final_reply(episode: Episode) -> str:
@@ -59,7 +58,6 @@ class CondChainJudge(Judge):
                             rationale=f"predicted {predicted}; expected {truth}")
 
 
-@register_judge("condchain")
 def condchain(no_answer: str = "none") -> CondChainJudge:
     return CondChainJudge(no_answer=no_answer)
 
@@ -77,7 +75,6 @@ def _figures(correct: dict[str, list[float]]) -> dict[str, Any]:
             "true_count": len(true_scores), "false_count": len(false_scores)}
 
 
-@register_suite_metrics("condchain")
 def condchain_metrics(rows: list[Row]) -> dict[str, Any]:
     """True-path accuracy, False-path accuracy and Path F1, per domain and pooled overall."""
     per_domain: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -91,5 +88,3 @@ def condchain_metrics(rows: list[Row]) -> dict[str, Any]:
         overall[path].append(score)
     return {"overall": _figures(overall),
             "domains": {domain: _figures(scores) for domain, scores in sorted(per_domain.items())}}
-
-register_arena_variant("condchain", no_answer="wrong")  # --protocol arena (docs/protocols.md)

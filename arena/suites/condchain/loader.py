@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from arena.core.dataset import Dataset, DatasetError, register_loader
+from arena.core.dataset import Dataset, DatasetError, Loader
 from arena.core.paths import PathEscapeError, resolve_inside
 from arena.core.task import Task
 from arena.core.world import is_world
@@ -202,7 +202,6 @@ def default_root(file: Path) -> Path:
     return file.parent.parent if file.parent.name == "data" else file.parent
 
 
-@register_loader("condchain", detect=detect)
 def load(path: Path, root: Path | None = None) -> list[Dataset]:
     files = _data_files(path)
     if not files:
@@ -212,6 +211,9 @@ def load(path: Path, root: Path | None = None) -> list[Dataset]:
     name = "condchain" if path.is_dir() else f"condchain-{path.stem}"
     return [Dataset(name=name, root=base, tasks=tasks, source=files[0] if len(files) == 1 else path,
                     meta={"suite": SUITE, **frame_order_warnings(tasks)})]
+
+
+CONDCHAIN_LOADER = Loader("condchain", detect=detect, load=load)
 
 
 def frame_order_warnings(tasks: list[Task]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.agents.policy_turns import answer_turn, read_jsonl, task_rng, world_dir
-from arena.core.agent import Agent, AgentTurn, EpisodeView, register_agent
+from arena.core.agent import Agent, AgentTurn, EpisodeView
 
 from . import vpir
 
@@ -113,11 +113,9 @@ class CondChainRandom(Agent):
         return {"id": self.id, "kind": "condchain-random"}
 
 
-@register_agent("condchain-oracle")
 def condchain_oracle(world: str | None = None, id: str = "condchain-oracle") -> CondChainOracle:
     return CondChainOracle(world=world, id=id)
 
 
-@register_agent("condchain-random")
 def condchain_random(id: str = "condchain-random") -> CondChainRandom:
     return CondChainRandom(id=id)

@@ -21,7 +21,6 @@ Source: Accio-Lab/MM-CondChain `eval/data_loader.py` (`resolve_gui_images`), `ev
 from __future__ import annotations
 
 from arena.core.dataset import Dataset
-from arena.judges.protocols import register_original_dataset_rule
 
 from .loader import FRAMES_NOTE
 
@@ -37,13 +36,11 @@ def original_frames(dataset: Dataset) -> None:
             task.metadata["frames"] = sorted(frames)
         if not task.images:  # the arena's browse setting (frames through a tool) has no published counterpart
             continue
-        task.metadata.update(system_message=False, question_verbatim=True, images_as_files=True)
+        task.layout = task.layout.model_copy(update=dict(system_message=False, question_verbatim=True,
+                                                         images_as_files=True))
         if frames:
             task.images = sorted(task.images)
-            task.metadata["image_labels"] = [f"Image {i + 1}:" for i in range(len(task.images))]
+            task.layout.image_labels = [f"Image {i + 1}:" for i in range(len(task.images))]
             note = FRAMES_NOTE.format(count=len(frames))
             if task.question.startswith(note):
                 task.question = "\n\n" + task.question[len(note):]
-
-
-register_original_dataset_rule("condchain", original_frames)

@@ -40,7 +40,7 @@ from typing import Any, Callable
 from PIL import Image, ImageDraw
 
 from arena.core.images import encode_png
-from arena.core.world import WorldInfo, register_world, write_world
+from arena.core.world import WorldInfo, write_world
 from arena.tools.browser_render import render_site_pages, run_sync
 
 from . import vpir
@@ -646,13 +646,11 @@ def build_world(out: Path, *, seed: int, size: str, count: int | None, browse_gu
     return out
 
 
-@register_world("condchain-mini")
 def build(out: Path, *, seed: int = 0, size: str = "small", count: int | None = None) -> Path:
     """Items per domain: small 2, full 20 (`count` overrides); GUI frames given to the agent all at once."""
     return build_world(out, seed=seed, size=size, count=count, browse_gui=False, name="condchain-mini")
 
 
-@register_world("condchain-mini-agentic")
 def build_agentic(out: Path, *, seed: int = 0, size: str = "small", count: int | None = None) -> Path:
     """As `condchain-mini`, but GUI tasks have no images: frames are viewed through the browser tool."""
     return build_world(out, seed=seed, size=size, count=count, browse_gui=True, name="condchain-mini-agentic")

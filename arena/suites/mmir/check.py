@@ -22,7 +22,7 @@ from typing import Any
 
 from arena.agents.policy_turns import read_jsonl
 from arena.core.task import Task
-from arena.core.world import Baseline, WorldCheck, register_world_check
+from arena.core.world import Baseline, WorldCheck
 
 RANDOM_MAX = 0.36
 
@@ -72,8 +72,8 @@ def static_problems(world: Path, tasks: list[Task]) -> tuple[list[str], dict[str
     return problems, stats
 
 
-register_world_check("mmir-mini", WorldCheck(
+CHECK = WorldCheck(
     baselines=(Baseline("mmir-oracle", "no-tool", max_rounds=1, min_pass=1.0),
                Baseline("mmir-random", "no-tool", max_rounds=1, max_pass=RANDOM_MAX)),
     static=static_problems, judge="auto", oracle="mmir-oracle",
-    played=lambda task: task.metadata.get("mode") == "mcq"))
+    played=lambda task: task.metadata.get("mode") == "mcq")

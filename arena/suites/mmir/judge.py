@@ -26,13 +26,12 @@ from typing import Any
 
 from arena.core.blobs import BlobStore
 from arena.endpoints.client import Endpoint, EndpointConfig, EndpointError
-from arena.core.judge import Judge, register_judge, text_hash
-from arena.judges.protocols import register_arena_variant
+from arena.core.judge import Judge, text_hash
 from arena.suites.mmir.loader import parse_task_id
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 
-from arena.judges.metrics import Row, register_suite_metrics, score_of
+from arena.judges.metrics import Row, score_of
 
 MATCH_PROMPT = """You are given a sentence referring to one/a pair of elements. Match the element(s) referred in the \
 sentence with the given options. Return the ID(s) of the matched option(s).
@@ -143,7 +142,6 @@ class MMIRJudge(Judge):
             await self.endpoint.aclose()
 
 
-@register_judge("mmir")
 def mmir(model: str | None = None, base_url: str | None = None, api_key_env: str | None = None,
          strict_ans: bool = True, timeout: float = 120.0, max_retries: int = 4, retry_initial: float = 1.0,
          max_tokens: int | None = 256, request: str = "published") -> MMIRJudge:
@@ -177,7 +175,6 @@ def _accuracy(rows: list[Row]) -> dict[str, Any]:
     }
 
 
-@register_suite_metrics("mmir")
 def mmir_metrics(rows: list[Row]) -> dict[str, Any]:
     """Accuracy (mean MMIR score, %) per source group (web, office, poster) and overall, per setting (mcq/open)."""
     by_mode: dict[str, list[Row]] = defaultdict(list)
@@ -186,5 +183,3 @@ def mmir_metrics(rows: list[Row]) -> dict[str, Any]:
     out = _accuracy(rows)
     out["modes"] = {mode: _accuracy(mode_rows) for mode, mode_rows in sorted(by_mode.items())}
     return out
-
-register_arena_variant("mmir", strict_ans=False, request="arena")  # --protocol arena (docs/protocols.md)

@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from arena.core.dataset import Dataset, DatasetError, register_loader
+from arena.core.dataset import Dataset, DatasetError, Loader
 from arena.core.paths import PathEscapeError, resolve_inside
 from arena.core.task import Task
 from arena.core.world import is_world
@@ -193,7 +193,6 @@ def detect(path: Path) -> bool:
     return bool(_question_files(path))
 
 
-@register_loader("mmir", detect=detect)
 def load(path: Path, root: Path | None = None) -> list[Dataset]:
     base = (root or (path if path.is_dir() else path.parent)).resolve()
     datasets = []
@@ -204,3 +203,6 @@ def load(path: Path, root: Path | None = None) -> list[Dataset]:
     if not datasets:
         raise DatasetError(f"{path}: no {' or '.join(QUESTION_FILES.values())}")
     return datasets
+
+
+MMIR_LOADER = Loader("mmir", detect=detect, load=load)

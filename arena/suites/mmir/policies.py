@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.agents.policy_turns import answer_turn, read_jsonl, task_rng, world_dir
-from arena.core.agent import Agent, AgentTurn, EpisodeView, register_agent
+from arena.core.agent import Agent, AgentTurn, EpisodeView
 
 _OPTION_ID = re.compile(r"^\[(\d+)\]")
 
@@ -63,11 +63,9 @@ class MMIRRandom(Agent):
         return {"id": self.id, "kind": "mmir-random"}
 
 
-@register_agent("mmir-oracle")
 def mmir_oracle(world: str | None = None, id: str = "mmir-oracle") -> MMIROracle:
     return MMIROracle(world=world, id=id)
 
 
-@register_agent("mmir-random")
 def mmir_random(id: str = "mmir-random") -> MMIRRandom:
     return MMIRRandom(id=id)

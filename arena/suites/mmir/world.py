@@ -41,7 +41,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from arena.core.images import encode_png
 from arena.core.task import Task
-from arena.core.world import WorldInfo, register_world, write_world
+from arena.core.world import WorldInfo, write_world
 from arena.tools.browser_dom import draw_marks
 from arena.tools.browser_render import render_site_pages, run_sync
 
@@ -517,7 +517,6 @@ def option_line(element_id: int, tag: str, text: str, description: str | None, b
     return f"[{element_id}] {span} at {where}: '{text}'"
 
 
-@register_world("mmir-mini")
 def build(out: Path, *, seed: int = 0, size: str = "small", count: int | None = None) -> Path:
     """Generate `count` artifacts (small: 10, full: 60), render them in Chromium, write tasks and public files."""
     if size not in SIZES and count is None:

@@ -1,5 +1,4 @@
-"""UReason: the loader, the ureason-mini world, the judges and the image-generation agent of the three settings."""
+"""UReason: the loader, the ureason-mini world, the judges and the image-generation agent of the three settings.
 
-from arena.core.discovery import import_submodules
-
-import_submodules(__name__)
+The suite is the class `UReason` (`arena.suites.ureason.suite`), registered once by its `arena` entry point;
+importing the package registers nothing."""

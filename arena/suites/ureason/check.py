@@ -21,7 +21,7 @@ from typing import Any
 
 from arena.agents.policy_turns import read_jsonl
 from arena.core.task import Task
-from arena.core.world import Baseline, WorldCheck, register_world_check
+from arena.core.world import Baseline, WorldCheck
 
 from .policies import world_criteria
 from .world import Criterion
@@ -50,7 +50,7 @@ def static_problems(world: Path, tasks: list[Task]) -> tuple[list[str], dict[str
     return problems, stats
 
 
-register_world_check("ureason-mini", WorldCheck(
+CHECK = WorldCheck(
     baselines=(Baseline("ureason-oracle", "render", max_rounds=2, min_pass=1.0),
                Baseline("ureason-random", "render", max_rounds=2, max_pass=RANDOM_MAX)),
-    static=static_problems, judge="ureason-verify", oracle="ureason-oracle"))
+    static=static_problems, judge="ureason-verify", oracle="ureason-oracle")

@@ -38,14 +38,14 @@ import orjson
 from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
-from arena.core.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
+from arena.core.agent import Agent, AgentError, AgentTurn, EpisodeView
 from arena.endpoints.client import (Endpoint, EndpointConfig, EndpointError, RejectedError, TransientEndpointError,
                               parse_body, status_error)
 from arena.endpoints.http import HTTPPool, HTTPTransportError
 from arena.endpoints.redact import redact_text
 from arena.core.images import ImageError, decode_image
 from arena.suites.ureason.loader import SETTINGS, extract_refined_prompt
-from arena.core.tool import Tool, ToolContext, ToolError, ToolOptions, ToolResult, register_tool
+from arena.core.tool import Tool, ToolContext, ToolError, ToolOptions, ToolResult
 from arena.core.trajectory import Usage
 
 
@@ -65,7 +65,6 @@ class GenerateImageOptions(ToolOptions):
     images_response_format: str = "b64_json"
 
 
-@register_tool
 class GenerateImageTool(Tool):
     name = "generate_image"
     description = "Generate an image from a text prompt with an image model; the image is returned."
@@ -269,7 +268,6 @@ class ImageGenAgent(Agent):
             await self.endpoint.aclose()
 
 
-@register_agent("image_gen")
 def image_gen(model: str | None = None, base_url: str | None = None, api_key_env: str | None = None,
               temperature: float | None = 0.7, max_tokens: int | None = None, timeout: float = 300.0,
               max_retries: int = 4, retry_initial: float = 1.0, painter_format: str = "svg",

@@ -30,15 +30,14 @@ from typing import Any
 
 from arena.core.blobs import BlobStore
 from arena.endpoints.client import EndpointConfig, EndpointError
-from arena.core.judge import Judge, register_judge, text_hash
-from arena.judges.protocols import register_arena_variant
+from arena.core.judge import Judge, text_hash
 from arena.suites.ureason.loader import FAMILIES, SETTINGS
 from arena.core.trajectory import Episode, Step
 from arena.core.verdict import Verdict
 from arena.suites.ureason.world import SHAPES, Criterion, color_name
 
 from arena.judges.llm import ModelJudge
-from arena.judges.metrics import register_suite_metrics, score_of
+from arena.judges.metrics import score_of
 
 GENERATION_TOOLS = ("render", "generate_image")
 NO_IMAGE = "no generated image"
@@ -213,7 +212,6 @@ def _endpoint(model: str, base_url: str, api_key_env: str | None, timeout: float
                           max_tokens=max_tokens)
 
 
-@register_judge("ureason-vlm")
 def ureason_vlm(model: str, base_url: str, api_key_env: str | None = None, missing: str = "skip",
                 cache_path: str | None = None, timeout: float = 120.0, max_retries: int = 4,
                 retry_initial: float = 1.0, max_tokens: int | None = 512) -> UReasonVLMJudge:
@@ -221,7 +219,6 @@ def ureason_vlm(model: str, base_url: str, api_key_env: str | None = None, missi
                            missing=missing, cache_path=cache_path)
 
 
-@register_judge("ureason-reasoning")
 def ureason_reasoning(model: str, base_url: str, api_key_env: str | None = None, cache_path: str | None = None,
                       timeout: float = 120.0, max_retries: int = 4, retry_initial: float = 1.0,
                       max_tokens: int | None = 512) -> UReasonReasoningJudge:
@@ -342,7 +339,6 @@ class UReasonVerifyJudge(Judge):
                             rationale=f"{'meets' if met else 'fails'} {criterion.sentence()!r}: found {found}")
 
 
-@register_judge("ureason-verify")
 def ureason_verify(missing: str = "fail") -> UReasonVerifyJudge:
     return UReasonVerifyJudge(missing=missing)
 
@@ -357,7 +353,6 @@ def _delta(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else round(b - a, 4)
 
 
-@register_suite_metrics("ureason")
 def ureason_metrics(rows: list[tuple[Episode, Verdict | None]]) -> dict[str, Any]:
     """Accuracy over valid verdicts per setting (direct, guided, decontext) overall and per family, the gains
     Δ1→2 and Δ2→3 in points, and how many episodes produced no image."""
@@ -385,5 +380,3 @@ def ureason_metrics(rows: list[tuple[Episode, Verdict | None]]) -> dict[str, Any
         "invalid": len(rows) - len(valid),
         "missing_images": sum(1 for e, _ in rows if generation_step(e) is None),
     }
-
-register_arena_variant("ureason-vlm", missing="fail")  # --protocol arena (docs/protocols.md)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from arena.core.dataset import Dataset, DatasetError, register_loader
+from arena.core.dataset import Dataset, DatasetError, Loader
 from arena.core.task import Task
 from arena.core.world import is_world
 
@@ -100,7 +100,6 @@ def _item_files(path: Path) -> list[Path]:
     return sorted(p for p in path.glob("*.jsonl") if _is_item_file(p))
 
 
-@register_loader("ureason", detect=lambda path: bool(_item_files(path)))
 def load_ureason(path: Path, root: Path | None = None) -> list[Dataset]:
     """UReason item files (one file, or every such `.jsonl` in a folder) as one dataset."""
     tasks, seen = [], {}
@@ -116,3 +115,6 @@ def load_ureason(path: Path, root: Path | None = None) -> list[Dataset]:
     base = (root or (path if path.is_dir() else path.parent)).resolve()
     return [Dataset(name=path.stem, root=base, tasks=tasks, source=path,
                     format_instruction=GENERATION_INSTRUCTION)]
+
+
+UREASON_LOADER = Loader("ureason", detect=lambda path: bool(_item_files(path)), load=load_ureason)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.agents.policy_turns import answer_turn, call_turn, read_jsonl, task_rng, world_dir
-from arena.core.agent import Agent, AgentTurn, EpisodeView, register_agent
+from arena.core.agent import Agent, AgentTurn, EpisodeView
 
 from .world import SHAPE_COLORS, SHAPES, Criterion, _row_svg, gold_svg
 
@@ -88,11 +88,9 @@ class UReasonRandom(_Painter):
         return {"id": self.id, "kind": "ureason-random"}
 
 
-@register_agent("ureason-oracle")
 def ureason_oracle(world: str | None = None, id: str = "ureason-oracle") -> UReasonOracle:
     return UReasonOracle(world=world, id=id)
 
 
-@register_agent("ureason-random")
 def ureason_random(id: str = "ureason-random") -> UReasonRandom:
     return UReasonRandom(id=id)

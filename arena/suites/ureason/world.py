@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.suites.ureason.loader import FAMILIES, SETTINGS, ureason_task
-from arena.core.world import WorldInfo, register_world, write_world
+from arena.core.world import WorldInfo, write_world
 
 SHAPES = ("circle", "square", "triangle")
 SHAPE_COLORS = ("red", "blue", "green", "yellow", "orange", "purple", "black", "pink", "gray", "brown")
@@ -257,7 +257,6 @@ def generate(seed: int, per_family: int) -> list[Item]:
     return items
 
 
-@register_world("ureason-mini")
 def build(out: Path, *, seed: int = 0, size: str = "small") -> Path:
     if size not in SIZES:
         raise ValueError(f"size must be one of {', '.join(SIZES)}, got {size!r}")

@@ -19,7 +19,7 @@ from typing import Any
 
 from arena.core.dataset import load_datasets
 from arena.core.task import Task
-from arena.core.world import Baseline, WorldCheck, register_world_check
+from arena.core.world import Baseline, WorldCheck
 
 from .world import WORLD_NAME
 from .world.chains import answer_in_question
@@ -104,9 +104,9 @@ def static_problems(world: Path, tasks: list[Task]) -> tuple[list[str], dict[str
     return problems + anchors + _export_problems(world, tasks), stats
 
 
-VISTAHOP_CHECK = register_world_check(WORLD_NAME, WorldCheck(
+VISTAHOP_CHECK = WorldCheck(
     baselines=(Baseline("oracle", "search+crop", min_pass=1.0),
                Baseline("direct", "no-tool", max_rounds=10, max_pass=DIRECT_MAX),
                Baseline("text-only", "search+crop", max_rounds=10, max_pass=TEXT_ONLY_MAX)),
     static=static_problems,
-))
+)

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from arena.core.dataset import Dataset, DatasetError, register_loader
+from arena.core.dataset import Dataset, DatasetError, Loader
 from arena.core.task import Task
 
 from arena.core.arena_tasks import check_paths, collect_tasks, content_id, first_record
@@ -173,13 +173,15 @@ def _is_datasets_json(path: Path) -> bool:
         isinstance(v, dict) and "annotation" in v for v in data.values())
 
 
-@register_loader("vistaarena", detect=_is_annotation)
 def load_vistaarena(path: Path, root: Path | None = None) -> list[Dataset]:
     base = (root or path.parent).resolve()
     corpus = base / "corpus"
     problems: list[list[str]] = []
     return [Dataset(name=path.stem, root=base, tasks=load_annotation(path, base, [], problems), source=path,
                     corpus=corpus if (corpus / "docs.jsonl").is_file() else None, meta=original_warnings(problems))]
+
+
+VISTAARENA_LOADER = Loader("vistaarena", detect=_is_annotation, load=load_vistaarena)
 
 
 def _check_entry(entry: Any, where: str) -> None:
@@ -201,7 +203,6 @@ def _check_entry(entry: Any, where: str) -> None:
                                f"got {type(value).__name__}")
 
 
-@register_loader("vistaarena-datasets", detect=_is_datasets_json)
 def load_datasets_json(path: Path, root: Path | None = None) -> list[Dataset]:
     config = json.loads(path.read_text(encoding="utf-8"))
     out = []
@@ -245,3 +246,6 @@ def load_datasets_json(path: Path, root: Path | None = None) -> list[Dataset]:
                            meta={"unused_reward_fn": [str(r) for r in _as_list(entry.get("unused_reward_fn"))],
                                  **original_warnings(problems)}))
     return out
+
+
+VISTAARENA_DATASETS_LOADER = Loader("vistaarena-datasets", detect=_is_datasets_json, load=load_datasets_json)

@@ -31,7 +31,7 @@ from typing import Any, Iterator
 
 import pyarrow.parquet as pq
 
-from arena.core.dataset import Dataset, DatasetError, register_loader
+from arena.core.dataset import Dataset, DatasetError, Loader
 from arena.core.images import ImageError
 from arena.core.task import Task
 
@@ -293,7 +293,9 @@ def _is_parquet(path: Path) -> bool:
     return path.is_file() and path.suffix.lower() in (".parquet", ".pq")
 
 
-@register_loader("parquet", detect=_is_parquet)
 def load_parquet(path: Path, root: Path | None = None) -> list[Dataset]:
     base = (root or path.parent).resolve()
     return [parquet_dataset(path, base, path.stem)]
+
+
+PARQUET_LOADER = Loader("parquet", detect=_is_parquet, load=load_parquet)

@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from arena.core.agent import Agent, AgentTurn, EpisodeView, register_agent
+from arena.core.agent import Agent, AgentTurn, EpisodeView
 from arena.core.trajectory import InputSummary
 from arena.suites.vistahop.world.gold import GoldPath, GoldPathError, extract, fill, final_answer
 from arena.suites.vistahop.world.schema import ATTRIBUTE_COLOURS
@@ -166,16 +166,13 @@ class TextOnlyAgent(Agent):
         return {"id": self.id, "kind": "text-only", "max_query_chars": self.max_query_chars}
 
 
-@register_agent("oracle")
 def oracle(id: str = "oracle") -> OracleAgent:
     return OracleAgent(id=id)
 
 
-@register_agent("direct")
 def direct(id: str = "direct") -> DirectAgent:
     return DirectAgent(id=id)
 
 
-@register_agent("text-only")
 def text_only(id: str = "text-only", max_query_chars: int = 300) -> TextOnlyAgent:
     return TextOnlyAgent(id=id, max_query_chars=max_query_chars)

@@ -37,7 +37,6 @@ from typing import Any
 from arena.core.dataset import Dataset, DatasetError
 from arena.core.untrusted import json_text_problem
 from arena.core.protocol import MAX_PARSED_CHARS, ParsedAction, split_thinking
-from arena.judges.protocols import register_original_dataset_rule, register_original_turn_rule
 from arena.judges.normalized import TURN_END, extract_answer_published
 
 _CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
@@ -132,7 +131,7 @@ ORIGINAL_IMAGE_SIZE = (32, 65_536, 8_294_400)
 def original_items(dataset: Dataset) -> None:
     """Read the items as the published loader does (question, image; see `loader.original_item_facts`)."""
     for task in dataset.tasks:
-        task.metadata["image_size"] = list(ORIGINAL_IMAGE_SIZE)
+        task.layout.image_size = ORIGINAL_IMAGE_SIZE
         facts: dict[str, Any] = task.metadata.get("original") or {}
         if "question" in facts:
             task.question = facts["question"]
@@ -157,8 +156,3 @@ def original_datasets_json(dataset: Dataset) -> None:
     for task in dataset.tasks:
         task.judge = task.judge or judges[0]
         task.metadata["judges"] = judges
-
-
-register_original_turn_rule("vistahop", original_turn)
-register_original_dataset_rule("vistaarena", original_items)
-register_original_dataset_rule("vistaarena-datasets", original_datasets_json)

@@ -34,8 +34,8 @@ def tasks_of(world: Path) -> list[dict]:
 
 
 def test_same_seed_gives_byte_identical_world(world, tmp_path):
-    code = (f"from pathlib import Path; import arena.suites; from arena.core.world import WORLD_BUILDERS; "
-            f"WORLD_BUILDERS['vistahop-mini'](Path({str(tmp_path / 'again')!r}), seed={SEED}, size='tiny')")
+    code = (f"from pathlib import Path; from arena.runs.plugins import load_plugins; load_plugins(); "
+            f"from arena.core.world import WORLD_BUILDERS; WORLD_BUILDERS['vistahop-mini'](Path({str(tmp_path / 'again')!r}), seed={SEED}, size='tiny')")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=Path(__file__).resolve().parents[3])
     again = tmp_path / "again"

@@ -35,7 +35,7 @@ from typing import Any, Iterable
 from pydantic import BaseModel
 
 from arena.core.task import Task, level_for_hops
-from arena.core.world import WorldInfo, is_world, register_world, write_world
+from arena.core.world import WorldInfo, is_world, write_world
 
 from . import chains as C
 from .corpus import Document, disambiguation_pages, entity_page, noise_pages, page_url
@@ -399,7 +399,6 @@ def _index_manifest(graph: KnowledgeGraph, scenes: list[Scene], anchor_entities:
     return rows
 
 
-@register_world(WORLD_NAME)
 def build(out: Path, *, seed: int = 0, size: str = "small") -> Path:
     """Build the world into `out` (created; an existing world there is replaced, any other content refused)."""
     out = Path(out)

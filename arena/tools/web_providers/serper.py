@@ -22,10 +22,14 @@ The API, as documented at https://serper.dev and its playground (request and res
 
 Only `{title, url, snippet}` (search) or `{title, url, image, thumbnail}` (images, lens) of each result
 is kept, so that is what the cassette records; the key is sent in a header and recorded nowhere.
+
+`SerperClient` is blocking (one request at a time per call, keys rotated in place); the provider runs it in a
+worker thread. The live Lens search (`arena.tools.lens`) uses the same client and key pool.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import time
 from typing import Any
@@ -34,6 +38,7 @@ import httpx
 
 from arena.tools.keypool import KeyPool, scrub
 from arena.tools.web_errors import TransientSearchError, WebUnavailable
+from arena.tools.web_providers.contract import ImageHit, SearchHit
 
 DEFAULT_ENDPOINT = "https://google.serper.dev"
 DEFAULT_KEY_ENV = "SERPER_API_KEY"
@@ -134,15 +139,37 @@ class SerperProvider:
     def key_params(self) -> dict[str, Any]:
         return {"gl": self.gl, "hl": self.hl, "num": self.num}
 
-    def text(self, query: str, max_results: int) -> list[dict[str, str]]:
+    def text(self, query: str, max_results: int) -> list[SearchHit]:
+        """The organic results (blocking)."""
         data = self.client.post("search", {"q": query, "num": max(self.num, max_results), "gl": self.gl,
                                            "hl": self.hl})
-        return [{"title": str(r.get("title", "")), "url": str(r.get("link", "")), "snippet": str(r.get("snippet", ""))}
+        return [SearchHit(title=str(r.get("title", "")), url=str(r.get("link", "")), snippet=str(r.get("snippet", "")))
                 for r in _rows(data, "organic")[:max_results]]
 
-    def images(self, query: str, max_results: int) -> list[dict[str, str]]:
+    def images(self, query: str, max_results: int) -> list[ImageHit]:
+        """The Google Images results (blocking)."""
         data = self.client.post("images", {"q": query, "num": max(self.num, max_results), "gl": self.gl,
                                            "hl": self.hl})
-        return [{"title": str(r.get("title", "")), "url": str(r.get("link", "")),
-                 "image": str(r.get("imageUrl", "")), "thumbnail": str(r.get("thumbnailUrl") or r.get("imageUrl") or "")}
+        return [ImageHit(title=str(r.get("title", "")), url=str(r.get("link", "")), image=str(r.get("imageUrl", "")),
+                         thumbnail=str(r.get("thumbnailUrl") or r.get("imageUrl") or ""))
                 for r in _rows(data, "images")[:max_results]]
+
+    async def search(self, query: str, n: int) -> list[SearchHit]:
+        return await asyncio.to_thread(self.text, query, n)
+
+    async def search_images(self, query: str, n: int) -> list[ImageHit]:
+        return await asyncio.to_thread(self.images, query, n)
+
+    async def aclose(self) -> None:
+        """Nothing to release: the client opens a connection per request."""
+
+
+def serper_provider(options: Any, *, timeout: float, proxy: str | None) -> SerperProvider:
+    """`web_provider=serper` from the run options (`web_endpoint`, `web_api_key_env`, `serper_gl`, ...); a
+    replay (`web=replay`) needs no key."""
+    get = lambda name, default=None: getattr(options, name, default)  # noqa: E731
+    pool = KeyPool.from_env(get("web_api_key_env") or DEFAULT_KEY_ENV, "serper", required=get("web") != "replay")
+    client = SerperClient(pool, endpoint=get("web_endpoint") or DEFAULT_ENDPOINT, timeout=timeout, proxy=proxy,
+                          max_retry_after=float(get("web_max_retry_after", 60.0)))
+    return SerperProvider(client, gl=get("serper_gl", "us"), hl=get("serper_hl", "en"),
+                          num=int(get("serper_num", 10)))

@@ -3,7 +3,6 @@ deterministically against the gold chain on generated worlds, by the LLM judge e
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 

@@ -357,7 +357,6 @@ def test_runs_in_one_process_store_the_images_of_shared_parts_without_decoding_t
     """Runs in one process (a sweep, or a worker process whose every episode has its own recorder) share the
     image parts: a run without transcript and then two recording runs over the same task decode no data URL (a
     payload travels with its part, not with one recorder), and the recording runs store the same blobs."""
-    import arena.endpoints.transcript as transcript_module
     import arena.store.calls as calls_module
 
     decoded: list[int] = []
@@ -432,7 +431,6 @@ def test_episodes_showing_one_image_share_one_serialised_part(tiny_data, tmp_pat
     """Two tasks with the same task image: its part is serialised once for both episodes (and once for a second
     run in the process); the requests are byte for byte those of a run that serialises it per episode."""
     import arena.endpoints.transcript as transcript_module
-    import arena.store.calls as calls_module
     from arena.core import context_image
 
     made: list[int] = []
@@ -499,7 +497,6 @@ def test_episodes_awaiting_one_image_together_base64_encode_it_once(tiny_data, t
     moments: every image is base64-encoded for its data URL once, not once per episode that was waiting for it."""
     import arena.agents.openai_agent as agent_module
     import arena.endpoints.transcript as transcript_module
-    import arena.store.calls as calls_module
     from arena.core import context_image
 
     encoded: list[bytes] = []

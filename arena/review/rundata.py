@@ -16,7 +16,7 @@ from arena.core.dataset import load_datasets
 
 from .failures import taxonomy
 from arena.judges.run_summary import summarize_scan
-from arena.store.scan import RunScan, reader_index, scan_run
+from arena.store.scan import RunScan, scan_run
 from arena.store.migrate import judge_of
 from arena.store.read import find_episode
 from arena.store.records import DataSource
@@ -108,9 +108,9 @@ def judge_label(judge: str, own: str) -> str:
 
 
 def load_run(run_dir: str | Path, judge: str | None = None) -> RunData:
-    """A run read back; its verdicts are those of `judge`, by default the judge the run was scored with. Every
-    installed suite is registered first: its metrics are part of the run's summary."""
-    load_plugins()
+    """A run read back; its verdicts are those of `judge`, by default the judge the run was scored with. The
+    caller registers every installed suite first (`arena.cli.common.review_run`): its metrics are part of the run's
+    summary."""
     store = RunStore(run_dir)
     if not store.exists():
         raise ValueError(f"{run_dir}: not a run directory (no run.json)")

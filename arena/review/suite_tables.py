@@ -30,8 +30,7 @@ def _table(paper: PaperTable) -> Table:
 
 def suite_tables(runs: list[RunData]) -> list[Table]:
     """The paper-layout tables of the suites these runs hold, suite by suite in registration order (every
-    installed suite registered first)."""
-    load_plugins()
+    installed suite registered first: the caller has loaded the plug-ins, as `arena.cli.common.review_run` does)."""
     tables = []
     for name, suite in SUITES.items():
         groups = suite_figures(runs, name)

@@ -19,7 +19,6 @@ from arena.core.dataset import Dataset, load_datasets, refuse_original_only
 from arena.core.episode import EpisodeSpec, run_episode
 from arena.judges.protocols import default_protocol, original_dataset_rule, original_turn_rule
 from arena.core.task import Task
-from arena.core.settings import tools_for_setting
 from arena.core.tool import TOOLS, RunResources, Tool
 from arena.core.trajectory import Episode, Step
 

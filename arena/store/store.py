@@ -29,7 +29,6 @@ from arena.core.blobs import BlobStore
 from arena.core.jsonl import append_line, repair_torn_tail
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
-from arena.store.calls import CALLS_FILE
 
 from .calls import CALLS_FILE
 from .records import FORMAT_VERSION, RunInfo, RunSummary

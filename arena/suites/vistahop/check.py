@@ -21,7 +21,6 @@ from arena.core.dataset import load_datasets
 from arena.core.task import Task
 from arena.core.world import Baseline, WorldCheck
 
-from .world import WORLD_NAME
 from .world.chains import answer_in_question
 from .world.legibility import Legibility, measure
 

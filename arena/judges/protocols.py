@@ -1,13 +1,16 @@
 """What a run's protocol (`original` or `arena`) changes, registered by the suites.
 
-Under `original`: `register_original_turn_rule` (a suite's published reading of raw text turns) and
-`register_original_dataset_rule` (its published loader's reading of the same file). Judges: a judge's published rule is its default (`--protocol original`); where the arena has its own, stricter or more
+Under `original`: `register_original_turn_rule` (a suite's published reading of raw text turns),
+`register_original_dataset_rule` (its published loader's reading of the same file) and
+`register_published_request` (the sampling fields its published script sends with every model request, with
+their source; `sampling_differences` says where a run's explicit options depart from them). Judges: a judge's published rule is its default (`--protocol original`); where the arena has its own, stricter or more
 lenient choice, the judge's module registers it here as option values (`register_arena_variant`), and a run under
 `--protocol arena` builds the judge with them. Options given explicitly (`--judge-option`) always win.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from arena.core.protocol import TurnRule
@@ -16,6 +19,41 @@ Protocol = Literal["original", "arena"]
 ORIGINAL_TURN_RULES: dict[str, TurnRule] = {}
 ORIGINAL_DATASET_RULES: dict[str, Callable[[Any], None]] = {}
 ARENA_VARIANTS: dict[str, dict[str, Any]] = {}
+ORIGINAL_VARIANTS: dict[str, dict[str, Any]] = {}
+
+
+@dataclass(frozen=True)
+class PublishedRequest:
+    """What a suite's published script sends with every agent request besides `model` and `messages`: `fields`
+    (top-level JSON fields, e.g. sampling parameters; empty when it sends none), and where that is read (`source`:
+    repository, file, commit and flags)."""
+
+    suite: str
+    fields: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+
+PUBLISHED_REQUESTS: dict[str, PublishedRequest] = {}
+
+
+def register_published_request(suite: str, fields: dict[str, Any], source: str) -> None:
+    """Under `--protocol original`, every agent request of `suite`'s tasks carries `fields` (unless the run gives a
+    field explicitly, e.g. `--agent-option temperature=0.3`); `source` names where the values were read."""
+    PUBLISHED_REQUESTS[suite] = PublishedRequest(suite, dict(fields), source)
+
+
+def sampling_differences(published: dict[str, Any], explicit: dict[str, Any]) -> list[dict[str, Any]]:
+    """The published fields a run's explicit options replace: [{field, published, sent}], in the published order.
+    A field given with the published value is no difference."""
+    return [{"field": name, "published": value, "sent": explicit[name]} for name, value in published.items()
+            if name in explicit and explicit[name] != value]
+
+
+def register_original_variant(judge_id: str, **options: Any) -> None:
+    """Under `--protocol original` (given or decided by the data), judge `judge_id` is built with `options` unless
+    the run gives them: where the arena's default adds something the published pipeline does not do (e.g. the
+    `llm` judge's evidence call)."""
+    ORIGINAL_VARIANTS[judge_id] = dict(options)
 
 
 def register_arena_variant(judge_id: str, **options: Any) -> None:
@@ -27,6 +65,8 @@ def protocol_options(judge_id: str, protocol: str | None, options: dict[str, Any
     """The options to build `judge_id` with under `protocol`."""
     if protocol == "arena":
         return {**ARENA_VARIANTS.get(judge_id, {}), **options}
+    if protocol == "original":
+        return {**ORIGINAL_VARIANTS.get(judge_id, {}), **options}
     return dict(options)
 
 

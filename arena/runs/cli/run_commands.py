@@ -17,6 +17,7 @@ from arena.core.dataset import LOADERS
 from arena.core.judge import JUDGES
 from arena.core.tool import TOOLS, ToolOptions
 from arena.judges.metrics import AUTO
+from arena.judges.prompt_book import protocol_label
 from arena.judges.protocols import default_protocol
 from arena.runs.config import AgentChoice, EndpointLimit, RunConfig
 from arena.runs.doctor import check_run
@@ -241,6 +242,10 @@ def run_grid(
         None, help="original (each suite's published pipeline, turn by turn) or arena (the arena's improvements); "
                    "default: original for data in a published format, arena for generated worlds.",
         rich_help_panel=P_GRID),
+    prompts: Optional[Path] = typer.Option(
+        None, help="YAML file of prompt texts by template name (e.g. vistahop.judge.user) replacing the arena's "
+                   "wording, e.g. with a paper's published judge prompt; checked before the first episode.",
+        rich_help_panel=P_JUDGE),
     concurrency: int = typer.Option(8, min=1, help="Episodes in flight.", rich_help_panel=P_SCHED),
     backend: BackendName = typer.Option("asyncio", help="asyncio or ray.",
                                 rich_help_panel=P_SCHED),
@@ -320,7 +325,7 @@ def run_grid(
             levels=split_values(level) or None, categories=split_values(category) or None,
             suites=split_values(suite) or None, run_id=run_id, out=str(out), retry_errors=retry_errors,
             fail_fast=fail_fast, price=list(parse_price(price)) if price else None, max_cost=max_cost,
-            transcript=transcript,
+            transcript=transcript, prompts=str(prompts) if prompts else None,
         )
         result = execute_with_progress(config, force=force, announce=protocol_line(config))
     except (ValueError, RuntimeError, OSError) as exc:
@@ -392,7 +397,7 @@ def protocol_line(config: RunConfig, given: str = "as given") -> str:
 
 def run_protocol(info: dict[str, Any]) -> str:
     """The protocol a stored run (its run.json) followed; runs recorded before --protocol followed the arena's."""
-    return str((info.get("config") or {}).get("protocol") or "arena")
+    return protocol_label(str((info.get("config") or {}).get("protocol") or "arena"), info.get("prompts"))
 
 
 def agreement_rich(rows, protocol: str) -> Table:

@@ -166,7 +166,14 @@ class OpenAIAgent(Agent):
             user += [{"type": "text", "text": labels[i]}] if i < len(labels) else []
             user.append(await self._image_part(view, i))
         verbatim = bool(layout.get("question_verbatim"))
-        user.append({"type": "text", "text": question if verbatim else f"{question}\n\n{instruction}".strip()})
+        if layout.get("question_layout") == "published-tools":
+            # the published VistaArena script: the question alone in tool mode; without tools, the question, a line
+            # break and the dataset's format instruction when it has one
+            given = prompting.format_instruction or ""
+            text = question if view.tools or not given else f"{question}\n{given}"
+        else:
+            text = question if verbatim else f"{question}\n\n{instruction}".strip()
+        user.append({"type": "text", "text": text})
         messages: list[Any] = [{"role": "user", "content": user}]
         if view.tools or layout.get("system_message", True):
             messages.insert(0, {"role": "system", "content": system})

@@ -162,6 +162,7 @@ def original_items(dataset: Dataset) -> None:
         task.metadata["image_size"] = list(ORIGINAL_IMAGE_SIZE)
         task.metadata["published_sampling"] = dict(PUBLISHED_REQUESTS["vistahop"].fields)
         task.metadata["tool_result_layout"] = PUBLISHED_LAYOUT
+        task.metadata["question_layout"] = "published-tools"
         facts: dict[str, Any] = task.metadata.get("original") or {}
         if "question" in facts:
             task.question = facts["question"]

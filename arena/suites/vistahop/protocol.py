@@ -116,8 +116,9 @@ def original_turn(text: str) -> ParsedAction:
                 return ParsedAction("invalid", tool=name, raw_call=body, reasoning=reasoning,
                                     error=f'{CRASH}: "arguments" of {name} is not a JSON object; the original '
                                           "pipeline reads it, fails on this sample and scores it 0")
-            arguments = {k: arguments[k] for k in READS_ARGUMENTS.get(name, ()) if k in arguments} \
-                if isinstance(arguments, dict) and name != ZOOM else arguments
+            if name != ZOOM:  # only what the published tool reads (nothing for the image search, an unknown tool)
+                arguments = {k: arguments[k] for k in READS_ARGUMENTS.get(name, ())
+                             if isinstance(arguments, dict) and k in arguments}
             if name == ZOOM:
                 crash = zoom_crash(arguments)
                 if crash:

@@ -27,6 +27,7 @@ import io
 import json
 import math
 
+import pytest
 from PIL import Image, ImageDraw
 from typer.testing import CliRunner
 
@@ -239,3 +240,33 @@ def test_a_judge_reply_is_read_by_its_first_verdict_tag_and_no_evidence_call_is_
     # under arena: one distinct verdict after the thinking is needed; the same reply reads as Yes there
     _, _, _, judge_calls = run(tmp_path, "--protocol", "arena", judge_reply=twice, run_id="twice-arena")
     assert verdict_of(tmp_path, "twice-arena")["score"] == 1.0
+
+
+BAD_PROMPTS = [
+    ("vistahop.judge.system: |-\n  fine\nvistahop.judge.usr: |-\n  Q: {question}\n", 3, "vistahop.judge.usr",
+     "unknown template name"),
+    ("# judge\nvistahop.judge.user: |-\n  Q: {question} T: {reference}\n", 2, "vistahop.judge.user",
+     "missing placeholder(s) {answer}"),
+    ("vistahop.judge.user: |-\n  Q: {question} T: {truth} A: {answer} {reference}\n", 1, "vistahop.judge.user",
+     "unknown placeholder(s) {truth}"),
+    ("vistahop.judge.system: 12\n", 1, "vistahop.judge.system", "the text must be a string"),
+    ("vistahop.judge.system: |-\n  a } b\n", 1, "vistahop.judge.system", "Single '}'"),
+]
+
+
+@pytest.mark.parametrize("text,line,name,problem", BAD_PROMPTS)
+def test_a_bad_prompts_file_is_refused_with_file_line_and_name_before_the_first_episode(tmp_path, text, line, name,
+                                                                                      problem):
+    write_data(tmp_path / "data")
+    prompts = tmp_path / "bad.yaml"
+    prompts.write_text(text)
+    with OpenAIStub(agent_turns) as agent:
+        result = runner.invoke(app, ["run", "--data", str(tmp_path / "data" / "datasets.json"), "--agent", "openai",
+                                     "--model", "vlm", "--base-url", agent.base_url, "--judge-model", "j",
+                                     "--judge-base-url", agent.base_url, "--prompts", str(prompts),
+                                     "--out", str(tmp_path / "logs"), "--run-id", "bad"])
+        assert agent.requests == []
+    assert result.exit_code != 0
+    flat = " ".join(result.output.split())
+    assert f"bad.yaml:{line}: template '{name}'" in flat and problem in flat
+    assert not (tmp_path / "logs" / "bad" / "episodes.jsonl").exists()

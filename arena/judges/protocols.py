@@ -43,10 +43,14 @@ def register_published_request(suite: str, fields: dict[str, Any], source: str) 
 
 
 def sampling_differences(published: dict[str, Any], explicit: dict[str, Any]) -> list[dict[str, Any]]:
-    """The published fields a run's explicit options replace: [{field, published, sent}], in the published order.
+    """Where a run's explicit request fields depart from the published request: [{field, published, sent}], the
+    published fields first (in their order), then fields the published script does not send (`published` None).
     A field given with the published value is no difference."""
-    return [{"field": name, "published": value, "sent": explicit[name]} for name, value in published.items()
-            if name in explicit and explicit[name] != value]
+    replaced = [{"field": name, "published": value, "sent": explicit[name]} for name, value in published.items()
+                if name in explicit and explicit[name] != value]
+    added = [{"field": name, "published": None, "sent": value} for name, value in explicit.items()
+             if name not in published]
+    return replaced + added
 
 
 def register_original_variant(judge_id: str, **options: Any) -> None:

@@ -156,7 +156,7 @@ def published_requests(bench: Workbench) -> tuple[list[dict[str, Any]], list[str
     """Under `--protocol original`, per suite whose published script sends sampling fields and per agent: the
     fields, their source, and those the agent's explicit options replace ([{field, published, sent}]); with one
     warning line per replaced field (printed when the run starts, kept in `run.json` / `summary.json`)."""
-    suites = sorted({t.suite for _, t in bench.pairs if t.metadata.get("published_sampling")})
+    suites = sorted({t.suite for _, t in bench.pairs if "published_sampling" in t.metadata})
     entries: list[dict[str, Any]] = []
     lines: list[str] = []
     for suite in suites:
@@ -174,8 +174,9 @@ def published_requests(bench: Workbench) -> tuple[list[dict[str, Any]], list[str
             entry["differences"] = sampling_differences(request.fields, explicit())
             entries.append(entry)
             for d in entry["differences"]:
+                said = f"sends {d['published']!r}" if d["published"] is not None else "does not send it"
                 lines.append(f"agent {agent.id}: {suite} request field {d['field']} sent as {d['sent']!r}, the "
-                             f"published script sends {d['published']!r} ({request.source})")
+                             f"published script {said} ({request.source})")
     return entries, lines
 
 

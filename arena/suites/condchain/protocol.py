@@ -21,9 +21,14 @@ Source: Accio-Lab/MM-CondChain `eval/data_loader.py` (`resolve_gui_images`), `ev
 from __future__ import annotations
 
 from arena.core.dataset import Dataset
-from arena.judges.protocols import register_original_dataset_rule
+from arena.judges.protocols import PUBLISHED_REQUESTS, register_original_dataset_rule, register_published_request
 
 from .loader import FRAMES_NOTE
+
+
+# The published request (`get_answer`): `model` and `messages` only, no sampling field (the server's defaults).
+register_published_request("condchain", {}, "Accio-Lab/MM-CondChain eval/evaluator/api_evaluator.py @42a7ff5: "
+                           "`get_answer` calls chat.completions.create(model, messages) and nothing else")
 
 
 def original_frames(dataset: Dataset) -> None:
@@ -32,6 +37,7 @@ def original_frames(dataset: Dataset) -> None:
     prompt's own final line break kept), with no format instruction."""
     dataset.format_instruction = ""
     for task in dataset.tasks:
+        task.metadata["published_sampling"] = dict(PUBLISHED_REQUESTS["condchain"].fields)
         frames = task.metadata.get("frames")
         if frames:
             task.metadata["frames"] = sorted(frames)

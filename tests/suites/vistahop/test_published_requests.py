@@ -199,7 +199,8 @@ def test_original_sends_the_published_agent_and_judge_requests(tmp_path):
 
 def test_explicit_agent_options_win_and_the_run_records_the_departures(tmp_path):
     result, _, agent_calls, judge_calls = run(
-        tmp_path, "--agent-option", "temperature=0.2", "--agent-option", 'extra_body={"top_k": 5}', run_id="mine")
+        tmp_path, "--agent-option", "temperature=0.2", "--agent-option",
+        'extra_body={"top_k": 5, "chat_template_kwargs": {"enable_thinking": false}}', run_id="mine")
     for raw in raw_requests(agent_calls):
         request = json.loads(raw)
         assert request["temperature"] == 0.2 and request["top_k"] == 5
@@ -207,7 +208,8 @@ def test_explicit_agent_options_win_and_the_run_records_the_departures(tmp_path)
             {k: v for k, v in SAMPLING.items() if k not in ("temperature", "top_k")}
     info = json.loads((tmp_path / "logs" / "mine" / "run.json").read_text())
     assert info["published_requests"][0]["differences"] == [
-        {"field": "temperature", "published": 0.7, "sent": 0.2}, {"field": "top_k", "published": 20, "sent": 5}]
+        {"field": "temperature", "published": 0.7, "sent": 0.2}, {"field": "top_k", "published": 20, "sent": 5},
+        {"field": "chat_template_kwargs", "published": None, "sent": {"enable_thinking": False}}]
     assert any("temperature sent as 0.2" in w for w in info["warnings"])
     # no prompts file: the judge's texts are the arena's, and every table title says so
     assert info["prompts"]["templates"]["vistahop.judge.user"] == {"wording": "arena"}

@@ -86,6 +86,15 @@ def register_original_dataset_rule(fmt: str, rule: Callable[[Any], None]) -> Non
     ORIGINAL_DATASET_RULES[fmt] = rule
 
 
+def apply_original_dataset_rules(datasets: list[Any]) -> None:
+    """Read each dataset as its published loader would (`register_original_dataset_rule`), as a run under
+    `--protocol original` does; also when reading such a run back (replay, reports), so its tasks are the run's."""
+    for dataset in datasets:
+        rule = ORIGINAL_DATASET_RULES.get(str(dataset.meta.get("format")))
+        if rule is not None:
+            rule(dataset)
+
+
 def default_protocol(published: list[bool]) -> Protocol:
     """`original` when any dataset is in a published format, `arena` for generated worlds and arena tasks."""
     return "original" if any(published) else "arena"

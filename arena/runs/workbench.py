@@ -16,7 +16,7 @@ from arena.core.agent import AGENTS, Agent, Prompting
 from arena.core.blobs import BlobStore
 from arena.core.dataset import Dataset, load_datasets, refuse_original_only
 from arena.core.episode import EpisodeSpec, run_episode
-from arena.judges.protocols import ORIGINAL_DATASET_RULES, ORIGINAL_TURN_RULES, default_protocol
+from arena.judges.protocols import ORIGINAL_TURN_RULES, apply_original_dataset_rules, default_protocol
 from arena.core.task import Task
 from arena.core.settings import tools_for_setting
 from arena.core.tool import TOOLS, Tool
@@ -107,10 +107,7 @@ class Workbench:
             refuse_original_only(self.datasets)
         if config.protocol == "original":
             apply_original_budget(config)
-            for dataset in self.datasets:
-                rule = ORIGINAL_DATASET_RULES.get(str(dataset.meta.get("format")))
-                if rule is not None:
-                    rule(dataset)
+            apply_original_dataset_rules(self.datasets)
         self.pairs: list[tuple[Dataset, Task]] = select_tasks(self.datasets, config)
         self.gate = gate or EndpointGate(config.endpoint_limits)
         self.agents: list[Agent] = []

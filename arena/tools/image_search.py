@@ -92,17 +92,17 @@ class ImageSearchTool(Tool):
     async def run(self, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
         if self.options.image_search == "web":
             return await web_for(self).image_search(args.query)
-        if not 0 <= args.img_idx < len(ctx.images):
-            raise ToolArgumentError(f"img_idx {args.img_idx} is out of range: {len(ctx.images)} image(s) in context")
-        if self.options.image_search == "live":
-            return await lens_for(self).search(ctx.images[args.img_idx], ctx.blobs)
         mode = self.options.image_search
         index = _index_for(ctx.dataset.world) if mode in ("auto", "index") else None
         if mode == "index" and index is None:
             raise ToolError("no reverse-image index is available for this dataset")
-        if index is not None:
-            return await self._search_index(index, args, ctx)
-        return await self._stored(args, ctx)
+        if mode != "live" and index is None:
+            return await self._stored(args, ctx)
+        if not 0 <= args.img_idx < len(ctx.images):
+            raise ToolArgumentError(f"img_idx {args.img_idx} is out of range: {len(ctx.images)} image(s) in context")
+        if mode == "live":
+            return await lens_for(self).search(ctx.images[args.img_idx], ctx.blobs)
+        return await self._search_index(index, args, ctx)
 
     async def _search_index(self, index, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
         query = await ctx.images[args.img_idx].pil()
@@ -116,10 +116,10 @@ class ImageSearchTool(Tool):
                                                           for h in hits]})
 
     async def _stored(self, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
-        if args.img_idx != 0:
+        published = ctx.task.metadata.get("tool_result_layout") == "published"
+        if args.img_idx != 0 and not published:  # the published script reads no argument: its results always
             raise ToolArgumentError("only the task image (img_idx 0) has stored reverse-search results here")
         stored = ctx.task.metadata.get("image_search") or []
-        published = ctx.task.metadata.get("tool_result_layout") == "published"
         if published and not any(item.get("thumbnail") for item in stored):
             stored = []  # the published script shows results only when both stored lists are non-empty
         if not stored:

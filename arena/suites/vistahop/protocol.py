@@ -15,7 +15,9 @@ Source: ahang0712/vistahop `evaluation/run_vistahop_eval.py` @1d6a961 (`parse_to
 - A JSON value that is not an object makes the original's sample crash and score 0 on every method, as do
   arguments that are not an object for the two tools whose code reads them (zoom, text search); here such a turn is
   invalid and (under `original`) ends the episode with no answer. The image search and an unknown tool do not read
-  the arguments: the call goes on with none (the text search gets its `query` only).
+  the arguments: with arguments that are not an object the call goes on with none. (An object is passed on: the
+  stored image search under the published layout ignores `img_idx`, as the original does; the arena's live and
+  index modes, which have no published counterpart, read it.)
 - The arena's own parse (`arena.core.protocol.parse_response`) differs on purpose; the README lists every difference.
 
 Images (`process_image`, the evaluator's defaults): every image the model sees is smart-resized with factor 32
@@ -45,7 +47,7 @@ from arena.judges.normalized import TURN_END, extract_answer_published
 
 TEXT_SEARCH = "text_search_tool"
 # The arguments each published tool reads (`evaluate_tool`): a call whose "arguments" is not an object fails the
-# sample only for these tools; the image search and an unknown tool never read them (the call goes on, unread).
+# sample only for these tools; the image search and an unknown tool never read them (the call goes on).
 READS_ARGUMENTS = {"image_zoom_in_tool": ("bbox_2d", "bbox", "label"), TEXT_SEARCH: ("query",)}
 _CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 ZOOM = "image_zoom_in_tool"
@@ -116,9 +118,8 @@ def original_turn(text: str) -> ParsedAction:
                 return ParsedAction("invalid", tool=name, raw_call=body, reasoning=reasoning,
                                     error=f'{CRASH}: "arguments" of {name} is not a JSON object; the original '
                                           "pipeline reads it, fails on this sample and scores it 0")
-            if name != ZOOM:  # only what the published tool reads (nothing for the image search, an unknown tool)
-                arguments = {k: arguments[k] for k in READS_ARGUMENTS.get(name, ())
-                             if isinstance(arguments, dict) and k in arguments}
+            if not isinstance(arguments, dict):  # a tool that does not read them (image search, unknown): none
+                arguments = {}
             if name == ZOOM:
                 crash = zoom_crash(arguments)
                 if crash:

@@ -76,7 +76,7 @@ def test_llm_judge_asks_about_the_retrieved_evidence(tiny_data, tmp_path):
     with OpenAIStub(respond) as server:
         result = run(RunConfig(data=str(tiny_data), agent="scripted", agent_options={"script": script},
                                settings=["search+crop"], max_rounds=[4], judge="llm",
-                               judge_options={"model": "j", "base_url": server.base_url},
+                               judge_options={"model": "j", "base_url": server.base_url}, protocol="arena",
                                out=str(tmp_path / "logs"), run_id="llm-evidence"))
     verdicts = {next(e.task.id for e in result.episodes if e.id == v.episode_id): v for v in result.verdicts}
     assert verdicts["q1"].correct and verdicts["q1"].supported == "yes" and verdicts["q1"].support_reason == "checked"

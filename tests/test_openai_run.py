@@ -15,7 +15,8 @@ def config_for(server, data, out, **extra):
         data=str(data), agent="openai", out=str(out), concurrency=4,
         agent_options={"model": "qwen", "base_url": server.base_url, "api_key_env": "ARENA_TEST_KEY",
                        "retry_initial": 0.01, **extra.pop("agent_options", {})},
-        judge="llm", judge_options={"model": "judge", "base_url": server.base_url, "retry_initial": 0.01},
+        judge="llm", judge_options={"model": "judge", "base_url": server.base_url, "retry_initial": 0.01,
+                                    "evidence": True},  # off by default under original (the data's protocol)
         **extra,
     )
 

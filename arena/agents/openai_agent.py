@@ -20,6 +20,13 @@ placeholders; recorded on the step's `input`). With `auto_limits` a rejection th
 states an image or context limit teaches the agent that limit for the endpoint and
 the turn is sent again at once.
 
+A suite's published request (`--protocol original`, set on the task's `layout` by the suite's original dataset
+rules): its sampling fields (`layout.sampling`) go as top-level JSON fields of every request, except those the agent
+is given explicitly (`temperature`, `max_tokens`, or a key of `extra_body`: `explicit_sampling`); with
+`layout.published_tool_results` a tool result is sent as its tool laid it out
+(`Observation.data["layout"]`: text parts and image positions, already wrapped in `<tool_response>`), and a result
+without one as a string `<tool_response>` message.
+
 Replies: a reply cut at `finish_reason: "length"` without a complete action is an
 invalid round ("your reply was cut at the token limit..."); with `strict_answers`
 a reply with neither a tool call nor `<answer>` is asked once for `<answer>`.
@@ -159,7 +166,14 @@ class OpenAIAgent(Agent):
             user += [{"type": "text", "text": labels[i]}] if i < len(labels) else []
             user.append(await self._image_part(view, i))
         verbatim = layout.question_verbatim
-        user.append({"type": "text", "text": question if verbatim else f"{question}\n\n{instruction}".strip()})
+        if layout.question_alone_with_tools:
+            # the published VistaArena script: the question alone in tool mode; without tools, the question, a line
+            # break and the dataset's format instruction when it has one
+            given = prompting.format_instruction or ""
+            text = question if view.tools or not given else f"{question}\n{given}"
+        else:
+            text = question if verbatim else f"{question}\n\n{instruction}".strip()
+        user.append({"type": "text", "text": text})
         messages: list[Any] = [{"role": "user", "content": user}]
         if view.tools or layout.system_message:
             messages.insert(0, {"role": "system", "content": system})
@@ -208,8 +222,45 @@ class OpenAIAgent(Agent):
                                                         *images]})
             return out
         wrapped = TOOL_RESPONSE.format(text=text) if self.tool_mode == "xml" else text
-        return [{"role": "assistant", "content": step.output, **provider.get("message", {})},
-                {"role": "user", "content": [{"type": "text", "text": wrapped}, *images]}]
+        assistant = {"role": "assistant", "content": step.output, **provider.get("message", {})}
+        if self.tool_mode == "xml" and view.task.layout.published_tool_results:
+            layout = (observation.data.get("layout") if observation else None) or []
+            if layout and step.round not in elision.texts:
+                return [assistant, {"role": "user", "content": await self._laid_out(view, observation, layout,
+                                                                                   elision)}]
+            if not images:
+                return [assistant, {"role": "user", "content": wrapped}]
+        return [assistant, {"role": "user", "content": [{"type": "text", "text": wrapped}, *images]}]
+
+    async def _laid_out(self, view: EpisodeView, observation: Any, layout: list[Any],
+                        elision: Elision) -> list[Any]:
+        """A tool result as its tool laid it out: each string a text part, each integer the result's image at that
+        position (an elided image as its placeholder)."""
+        parts: list[Any] = []
+        for piece in layout:
+            if isinstance(piece, str):
+                parts.append({"type": "text", "text": piece})
+                continue
+            index = observation.image_indices[piece]
+            parts.append({"type": "text", "text": image_placeholder(index)} if index in elision.images
+                         else await self._image_part(view, index))
+        return parts
+
+    def explicit_sampling(self) -> dict[str, Any]:
+        """The request fields this agent was given explicitly: `temperature`, `max_tokens` and `extra_body`'s keys."""
+        given = dict(self.config.extra_body)
+        if self.config.temperature is not None:
+            given["temperature"] = self.config.temperature
+        if self.config.max_tokens is not None:
+            given["max_tokens"] = self.config.max_tokens
+        return given
+
+    def published_fields(self, view: EpisodeView) -> dict[str, Any]:
+        """The published sampling fields of the task's suite (under `--protocol original`) this agent sends: all but
+        those it was given explicitly, which win."""
+        published = view.task.layout.sampling
+        explicit = self.explicit_sampling()
+        return {name: value for name, value in published.items() if name not in explicit}
 
     async def _request(self, view: EpisodeView, tools: list[dict[str, Any]] | None,
                        extra: list[dict[str, Any]] | None = None) -> tuple[ChatResponse, InputSummary]:
@@ -218,10 +269,12 @@ class OpenAIAgent(Agent):
         for _ in range(4):
             messages, summary = await self.transcript(view, limits)
             try:
-                return await self.endpoint.chat(messages + (extra or []), tools=tools), summary
+                return await self.endpoint.chat(messages + (extra or []), tools=tools,
+                                                **self.published_fields(view)), summary
             except RejectedError as exc:
                 self.learned = learn_from_rejection(str(exc), exc.server_message, summary.token_estimate,
-                                                    self.config.max_tokens or 0, self.learned, limits,
+                                                    self.config.max_tokens or self.published_fields(view).get("max_tokens") or 0,
+                                                    self.learned, limits,
                                                     self.auto_limits)
                 logger.warning("%s: learned %s from the server's reply; trimming the context", self.config.where(),
                                self.learned.as_dict())

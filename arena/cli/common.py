@@ -18,11 +18,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from arena.judges.prompt_book import protocol_label
 from arena.review.rundata import RunData, load_run
 from arena.runs.config import RunConfig
 from arena.runs.plugins import load_plugins
 from arena.runs.runner import RunResult, execute
 from arena.runs.stops import FAILED
+from arena.store.migrate import protocol_of
 from arena.store.store import RunStore
 from arena.review.table import (judge_warnings, legend_lines, repeat_lines, suite_headlines, summary_table,
                                 support_lines)
@@ -248,3 +250,10 @@ def review_run(run_dir: str | Path, judge: str | None = None) -> RunData:
     suites' loaders give a run's task metadata, the tools replay its calls)."""
     load_plugins()
     return load_run(run_dir, judge)
+
+
+def run_protocol(info: dict[str, Any]) -> str:
+    """The protocol a stored run (its run.json) followed, as table titles show it: with the prompts note when a
+    run under `original` used the arena's wording where a published text exists (`arena.store.migrate.protocol_of`
+    reads runs recorded before `--protocol` as arena runs)."""
+    return protocol_label(protocol_of(info), info.get("prompts"))

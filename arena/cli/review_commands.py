@@ -10,7 +10,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from arena.store.migrate import protocol_of
 from arena.store.calls import read_calls
 from arena.review.replay import check_episode, show_episode
 from arena.review.report import build_report
@@ -21,7 +20,7 @@ from arena.review.table import fmt as fmt_value
 from arena.review.table import judge_warnings
 from arena.review.viewer import write_viewer
 
-from .common import console, fail, review_run
+from .common import console, fail, review_run, run_protocol
 
 app = typer.Typer()
 
@@ -62,8 +61,8 @@ def compare(run_a: Path = typer.Argument(..., help="Run A (the baseline)."),
         pairs = compare_runs(a, b)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
-    table = Table(title=f"A = {a.run_id} (judge: {a.judge_label}, protocol: {protocol_of(a.info)})\n"
-                        f"B = {b.run_id} (judge: {b.judge_label}, protocol: {protocol_of(b.info)})",
+    table = Table(title=f"A = {a.run_id} (judge: {a.judge_label}, protocol: {run_protocol(a.info)})\n"
+                        f"B = {b.run_id} (judge: {b.judge_label}, protocol: {run_protocol(b.info)})",
                   title_justify="left")
     for name in COLUMNS:
         table.add_column(name)
@@ -138,7 +137,7 @@ def replay(run_dir: Path = typer.Argument(..., help="Run directory."),
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     if episode is None:
-        table = Table(title=f"{run.run_id}: episodes · protocol: {protocol_of(run.info)}")
+        table = Table(title=f"{run.run_id}: episodes · protocol: {run_protocol(run.info)}")
         for name in ("id", "key", "finish", "verdict", "answer"):
             table.add_column(name)
         for e in run.episodes:

@@ -21,7 +21,7 @@ from arena.runs.config import AgentChoice, EndpointLimit, RunConfig
 from arena.judges.run_summary import summarize_scan
 from arena.store.doctor import check_run
 from arena.store.read import open_run
-from arena.store.migrate import protocol_of, resume_fields
+from arena.store.migrate import resume_fields
 from arena.runs.fork import fork_config
 from arena.runs.plugins import accepted_options, load_plugins
 from arena.runs.pricing import parse_price
@@ -31,7 +31,7 @@ from arena.runs.names import did_you_mean
 from arena.runs.validate import check_tool_options
 
 from .common import (config_file_callback, console, execute_with_progress, fail, finish_run, parse_kv, plain_hooks,
-                     print_summary, split_values)
+                     print_summary, run_protocol, split_values)
 
 app = typer.Typer()
 
@@ -235,6 +235,10 @@ def run_grid(
         None, help="original (each suite's published pipeline, turn by turn) or arena (the arena's improvements); "
                    "default: original for data in a published format, arena for generated worlds.",
         rich_help_panel=P_GRID),
+    prompts: Optional[Path] = typer.Option(
+        None, help="YAML file of prompt texts by template name (e.g. vistahop.judge.user) replacing the arena's "
+                   "wording, e.g. with a paper's published judge prompt; checked before the first episode.",
+        rich_help_panel=P_JUDGE),
     concurrency: int = typer.Option(8, min=1, help="Episodes in flight.", rich_help_panel=P_SCHED),
     backend: BackendName = typer.Option("asyncio", help="asyncio or ray.",
                                 rich_help_panel=P_SCHED),
@@ -314,7 +318,7 @@ def run_grid(
             levels=split_values(level) or None, categories=split_values(category) or None,
             suites=split_values(suite) or None, run_id=run_id, out=str(out), retry_errors=retry_errors,
             fail_fast=fail_fast, price=list(parse_price(price)) if price else None, max_cost=max_cost,
-            transcript=transcript,
+            transcript=transcript, prompts=str(prompts) if prompts else None,
         )
         result = execute_with_progress(config, force=force, announce=protocol_line(config))
     except (ValueError, RuntimeError, OSError) as exc:
@@ -383,7 +387,6 @@ def protocol_line(config: RunConfig, given: str = "as given") -> str:
                                                else "the arena's pipeline)")
 
 
-run_protocol = protocol_of  # the protocol a stored run followed (`arena.store.migrate.protocol_of`)
 
 
 def agreement_rich(rows, protocol: str) -> Table:

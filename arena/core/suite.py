@@ -30,6 +30,16 @@ class SuiteFigures:
     figures: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class PublishedRequest:
+    """What a suite's published script sends with every agent request besides `model` and `messages`: `fields`
+    (top-level JSON fields, e.g. sampling parameters; empty when it sends none), and where that was read (`source`:
+    repository, file, commit and flags)."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+
 @dataclass
 class PaperTable:
     """A table in the layout of the suite's paper: every cell a figure of the summary, formatted."""
@@ -60,6 +70,8 @@ class Suite:
                     DatasetError) as the published loader reads the same file, under `--protocol original`;
                     this is where a suite fills the agent-facing `Task.layout` of its published requests
     original_turn_rule  raw model turn -> action, as the published pipeline reads text turns
+    published_request  the fields its published script sends with every agent request (`PublishedRequest`),
+                    sent under `--protocol original` unless the run gives them; None: not known
     metrics         (episode, verdict) rows of one group -> the suite's own figures
     paper_tables    those figures, per group, in the layout of the suite's paper
     """
@@ -76,6 +88,7 @@ class Suite:
     arena_variants: ClassVar[dict[str, dict[str, Any]]] = {}
     original_dataset_rules: ClassVar[dict[str, Callable[[Dataset], None]]] = {}
     original_turn_rule: ClassVar[TurnRule | None] = None
+    published_request: ClassVar[PublishedRequest | None] = None
     metrics: ClassVar[Callable[[list[Any]], dict[str, Any]] | None] = None
 
     @classmethod

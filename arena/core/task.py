@@ -23,13 +23,20 @@ class RequestLayout(BaseModel):
     sent as is (no format instruction appended); `system_message`: False sends no system message when the
     episode has no tools; `images_as_files`: task images sent as their files' own bytes and type, not
     re-encoded; `image_size`: (factor, min pixels, max pixels) of the published image processing, used
-    when the agent keeps its defaults."""
+    when the agent keeps its defaults; `sampling`: the top-level request fields the published script sends
+    (the agent's explicit options win); `question_alone_with_tools`: the question sent alone when the episode
+    has tools (without tools: the question, a line break and the dataset's format instruction);
+    `published_tool_results`: tool results sent as their tools lay them out for the published script
+    (`Observation.data["layout"]`), other results as a string `<tool_response>` message."""
 
     image_labels: list[str] = Field(default_factory=list)
     question_verbatim: bool = False
     system_message: bool = True
     images_as_files: bool = False
     image_size: tuple[int, int, int] | None = None
+    sampling: dict[str, Any] = Field(default_factory=dict)
+    question_alone_with_tools: bool = False
+    published_tool_results: bool = False
 
 
 class Task(BaseModel):

@@ -10,8 +10,15 @@ original. `with_image=False` sends text only. `rules="strict"` uses the arena's 
 instead (the episode's answer; no call for an empty one). In tool settings a correct verdict also gets an
 evidence verdict (`judges/evidence.py`; `evidence=False` turns it off).
 
-The judge must reply `<judge>Yes|No</judge><reason>...</reason>`; a reply without a single verdict is a judge
-error (scored 0, counted, fixable by re-judging) unless a later accepted answer gets a Yes. Calls are cached by
+The judge must reply `<judge>Yes|No</judge><reason>...</reason>`. `verdict="first"` (the published reading,
+`--protocol original`) takes the first verdict tag anywhere in the reply; `verdict="single"` (`--protocol arena`)
+reads the text after the last `</think>` and needs exactly one distinct verdict. A reply with no verdict is a judge
+error (scored 0, counted, fixable by re-judging) unless a later accepted answer gets a Yes. Under `original` the
+evidence call is off (the published script has none; `--judge-option evidence=true` turns it on).
+
+The two texts are templates `vistahop.judge.system` and `vistahop.judge.user` (placeholders `{question}`,
+`{reference}`, `{answer}`): the arena's wording below, or a user's prompts file (`arena.judges.prompt_book`,
+`arena run --prompts FILE`), e.g. with the published text, which the project does not copy. Calls are cached by
 (judge model, prompt hash, question, truth, answer, image), in memory and, when `cache_path` is set, in a
 JSON-lines file that survives restarts.
 """
@@ -37,6 +44,8 @@ from arena.core.trajectory import Episode, Usage
 from arena.core.verdict import Verdict
 
 from .evidence import EvidenceJudge
+from .prompt_book import PromptBook, register_template
+from .protocols import register_arena_variant, register_original_variant
 from .normalized import em_published, extract_answer_published, final_output, normalized_match
 
 SYSTEM_PROMPT = """You grade a model's answer to a question about an image against a reference answer.
@@ -61,7 +70,7 @@ Reply in this format:
 
 USER_PROMPT = """Grade the model's answer using the image, the question and the reference answer.
 Question: {question}
-Reference answer: {truth}
+Reference answer: {reference}
 Model answer: {answer}
 
 Instructions
@@ -80,6 +89,11 @@ JUDGE_JPEG_QUALITY = 85
 IMAGE_URLS_KEPT = 8
 
 _VERDICT = re.compile(r"<judge>\s*(yes|no)\s*</judge>", re.I)
+_FIRST_VERDICT = re.compile(r"<judge>\s*(yes|no)\s*</judge>", re.I | re.S)
+SYSTEM_TEMPLATE = "vistahop.judge.system"
+USER_TEMPLATE = "vistahop.judge.user"
+register_template(SYSTEM_TEMPLATE, SYSTEM_PROMPT)
+register_template(USER_TEMPLATE, USER_PROMPT, ("question", "reference", "answer"))
 _REASON = re.compile(r"<reason>(.*?)</reason>", re.S | re.I)
 PROMPT_HASH = text_hash(PROMPT)
 
@@ -112,6 +126,17 @@ def parse_judgement(text: str) -> tuple[bool | None, str]:
     if len(found) != 1:
         return None, ""
     return found.pop() == "yes", (reason.group(1).strip() if reason else "")
+
+
+def parse_first_judgement(text: str) -> tuple[bool | None, str]:
+    """(True/False, reason) as the published evaluator reads a reply (`llm_judge_score`, ahang0712/vistahop
+    evaluation/run_vistahop_eval.py @1d6a961): the first `<judge>Yes|No</judge>` anywhere in it, thinking
+    included, decides; None when there is none."""
+    match = _FIRST_VERDICT.search(text)
+    if match is None:
+        return None, ""
+    reason = _REASON.search(text[match.end():])
+    return match.group(1).lower() == "yes", (reason.group(1).strip() if reason else "")
 
 
 class JudgeCache:
@@ -195,20 +220,33 @@ class LLMJudge(ModelJudge):
     version = "2"
     prompt_hash = PROMPT_HASH
 
+    prompt_templates = (SYSTEM_TEMPLATE, USER_TEMPLATE)
+
     def __init__(self, endpoint: EndpointConfig, with_image: bool = True, cache_path: str | Path | None = None,
-                 rules: str = "published", evidence: bool = True):
+                 rules: str = "published", evidence: bool = True, verdict: str = "first",
+                 prompts: PromptBook | None = None):
         if rules not in ("published", "strict"):
             raise ValueError(f"rules must be 'published' or 'strict', got {rules!r}")
+        if verdict not in ("first", "single"):
+            raise ValueError(f"verdict must be 'first' or 'single', got {verdict!r}")
         super().__init__(endpoint, cache_path)
         self.with_image = with_image
         self.rules = rules
         self._image_urls: dict[str, str] = {}  # the last IMAGE_URLS_KEPT task images, encoded: repeats, budgets
         # and settings of one task share them (a 4K decode, resize and JPEG encode is ~0.25 s)
+        self.verdict_rule = verdict
         self.evidence = EvidenceJudge(self.endpoint) if evidence else None
+        book = prompts or PromptBook()
+        self.system_text, self.user_text = book.text(SYSTEM_TEMPLATE), book.text(USER_TEMPLATE)
+        self.prompt_hash = text_hash(self.system_text + "\n\n" + self.user_text)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "with_image": self.with_image, "rules": self.rules,
-                "evidence": self.evidence is not None}
+                "evidence": self.evidence is not None, "verdict": self.verdict_rule}
+
+    def read_verdict(self, text: str) -> tuple[bool | None, str]:
+        """The reply's verdict under this judge's reading (`verdict` option)."""
+        return parse_first_judgement(text) if self.verdict_rule == "first" else parse_judgement(text)
 
     async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
         """The correctness verdict, then (tool settings, correct answers) whether the evidence supports it;
@@ -241,14 +279,14 @@ class LLMJudge(ModelJudge):
 
     async def _ask(self, episode: Episode, truth: str, answer: str, image: dict[str, Any] | None,
                    spent: list[Usage] | None = None) -> str:
-        key = text_hash(self.config.model, PROMPT_HASH, episode.task.question, truth, answer,
+        key = text_hash(self.config.model, self.prompt_hash, episode.task.question, truth, answer,
                         str(image is not None) + (episode.images[0] if image is not None else ""))
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        user = USER_PROMPT.format(question=episode.task.question, truth=truth, answer=answer)
+        user = self.user_text.format(question=episode.task.question, reference=truth, answer=answer)
         content: Any = [{"type": "text", "text": user}, image] if image is not None else user
-        messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": content}]
+        messages = [{"role": "system", "content": self.system_text}, {"role": "user", "content": content}]
         try:
             response = await self.endpoint.chat(messages)
         except RejectedError as exc:
@@ -265,14 +303,14 @@ class LLMJudge(ModelJudge):
             raise EndpointError(f"{self.config.where()}: the judge's reply was cut at its token limit "
                                 f"(max_tokens={self.config.max_tokens}, finish_reason length); raise it with "
                                 "--judge-option max_tokens=N")
-        if parse_judgement(response.content)[0] is not None:
+        if self.read_verdict(response.content)[0] is not None:
             await self.cache.put(key, response.content)
         return response.content
 
     async def judge_answer(self, episode: Episode, blobs: BlobStore | None = None,
                            spent: list[Usage] | None = None) -> Verdict:
         answer = self.candidate(episode)
-        base = dict(judge_model=self.config.model, prompt_hash=PROMPT_HASH, extracted=answer)
+        base = dict(judge_model=self.config.model, prompt_hash=self.prompt_hash, extracted=answer)
         if answer is None:
             return self.verdict(episode, score=0.0, correct=False, rationale="no answer", **base)
         match = (normalized_match(answer, episode.task.answers) if self.rules == "strict"
@@ -294,7 +332,7 @@ class LLMJudge(ModelJudge):
             except EndpointError as exc:
                 return self.verdict(episode, score=0.0, correct=False, error=str(exc), raw="\n".join(outputs), **base)
             outputs.append(output)
-            yes, said = parse_judgement(output)
+            yes, said = self.read_verdict(output)
             if yes is None:
                 unreadable = unreadable or output
                 continue
@@ -313,11 +351,19 @@ class LLMJudge(ModelJudge):
 def llm(model: str, base_url: str, api_key_env: str | None = None, with_image: bool = True,
         rules: str = "published", evidence: bool = True, cache_path: str | None = None, timeout: float = 120.0, max_retries: int = 4,
         retry_initial: float = 1.0, max_tokens: int | None = JUDGE_MAX_TOKENS, temperature: float | None = 0.0,
-        token_param: str = "auto", reasoning_effort: str | None = None) -> LLMJudge:
+        token_param: str = "auto", reasoning_effort: str | None = None, verdict: str = "first",
+        prompts: PromptBook | None = None) -> LLMJudge:
     """`temperature` and `max_tokens` are sent only when not None (`--judge-option temperature=null`);
     OpenAI reasoning models never get a temperature and get `max_completion_tokens`."""
     endpoint = EndpointConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout=timeout,
                               max_retries=max_retries, retry_initial=retry_initial, temperature=temperature,
                               max_tokens=max_tokens, token_param=token_param,  # type: ignore[arg-type]
                               reasoning_effort=reasoning_effort)
-    return LLMJudge(endpoint, with_image=with_image, cache_path=cache_path, rules=rules, evidence=evidence)
+    return LLMJudge(endpoint, with_image=with_image, cache_path=cache_path, rules=rules, evidence=evidence,
+                    verdict=verdict, prompts=prompts)
+
+
+# --protocol arena: one distinct verdict after the thinking (docs/protocols.md); --protocol original: no evidence
+# call (the published script makes none).
+register_arena_variant("llm", verdict="single")
+register_original_variant("llm", evidence=False)

@@ -31,6 +31,7 @@ from arena.core.episode import EpisodeSpec, run_episode
 from arena.core.tool import TOOLS, RunResources
 from arena.core.trajectory import Episode, Observation, Step, played_rounds
 from arena.core.verdict import Verdict
+from arena.judges.protocols import apply_original_dataset_rules
 
 from .rundata import RunData
 
@@ -202,6 +203,8 @@ async def check_episode(run: RunData, episode: Episode) -> list[Difference]:
     if not rounds:
         return []
     datasets = load_datasets(config.data, config.root, config.fmt, original_only=config.protocol == "original")
+    if config.protocol == "original":
+        apply_original_dataset_rules(datasets)  # the tasks as the run played them (tool-result layout, ids)
     if config.corpus:
         for dataset in datasets:
             dataset.corpus = Path(config.corpus).resolve()

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.judges.prompt_book import protocol_label
+
 from .compare import COLUMNS, compare_runs
 from .failures import LABELS, Record, failure_groups, verdict_records
 from .plot import sweep_png
@@ -234,8 +236,8 @@ def build_report(runs: list[RunData]) -> Report:
     if agree is not None:
         tables.append(agree)
     tables.append(calls_table(runs))
-    protocols = sorted({str((r.info.get("config") or {}).get("protocol")) for r in runs
-                        if (r.info.get("config") or {}).get("protocol")})
+    protocols = sorted({protocol_label(str((r.info.get("config") or {}).get("protocol")), r.info.get("prompts"))
+                        for r in runs if (r.info.get("config") or {}).get("protocol")})
     for table in tables:
         table.protocol = ", ".join(protocols)
     png = sweep_png([(r.run_id, r.summary) for r in runs],

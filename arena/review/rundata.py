@@ -11,6 +11,7 @@ from arena.core.task import Task
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 from arena.judges.metrics import AUTO, latest_verdicts
+from arena.judges.protocols import apply_original_dataset_rules
 
 from arena.core.dataset import load_datasets
 
@@ -90,6 +91,8 @@ class RunData:
         try:
             datasets = load_datasets(config.data, config.root, config.fmt,
                                      original_only=config.protocol == "original")
+            if config.protocol == "original":
+                apply_original_dataset_rules(datasets)  # the tasks as the run read them
         except (OSError, ValueError) as exc:
             self.notes.append(f"task metadata unavailable: {exc}")
             return {}

@@ -8,6 +8,8 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from arena.judges.prompt_book import protocol_label
+
 
 def fmt(value: Any, digits: int = 2) -> str:
     """A figure for a table: fixed decimals for floats, a dash for a missing value."""
@@ -29,7 +31,7 @@ def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
     tokens, seconds and finish reasons per (agent, setting, max rounds)."""
     title = title or f"judge: {summary.get('judge')}"
     if summary.get("protocol") and "protocol:" not in title:
-        title += f" · protocol: {summary['protocol']}"
+        title += f" · protocol: {protocol_label(summary['protocol'], summary.get('prompts'))}"
     table = Table(title=title, show_lines=False, box=box.SIMPLE_HEAD, padding=(0, 1),
                   collapse_padding=True, show_edge=False,
                   pad_edge=False)

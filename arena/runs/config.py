@@ -55,6 +55,8 @@ class RunConfig(BaseModel):
     recorded when the run starts.
     `levels` / `categories` / `suites` keep only the tasks with one of those values (then `limit` applies).
     `transcript` False leaves every model call out of `calls.jsonl` (endpoints/transcript.py).
+    `prompts` is a prompts file (YAML: template name -> text, `arena.judges.prompt_book`) whose texts replace the
+    arena's wording of those prompts (e.g. a paper's published judge prompt); checked before the first episode.
     """
 
     data: str
@@ -95,6 +97,7 @@ class RunConfig(BaseModel):
     max_cost: float | None = Field(None, gt=0)
     protocol: Literal["original", "arena"] | None = None
     transcript: bool = True
+    prompts: str | None = None
 
     def agent_choices(self) -> list[AgentChoice]:
         """The grid's agents: `agents` when given, else the single `agent` with `agent_options`."""
@@ -111,7 +114,7 @@ class RunConfig(BaseModel):
         keep = self.model_dump(mode="json", exclude={"concurrency", "out", "run_id", "judge", "judge_options",
                                                      "backend", "ray_address", "ray_workers", "workers",
                                                      "endpoint_limits", "retry_errors", "fail_fast", "price",
-                                                     "max_cost", "transcript"})
+                                                     "max_cost", "transcript", "prompts"})
         for name in ("agents", "prefix_sharing", "fork", "levels", "categories", "suites"):
             if keep.get(name) in (None, []):
                 keep.pop(name, None)

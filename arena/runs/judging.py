@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from arena.core.judge import JUDGES, Judge
 from arena.judges.llm import JudgeCache
 from arena.judges.metrics import AUTO
+from arena.judges.prompt_book import PromptBook
 from arena.judges.protocols import protocol_options
 
 from .names import did_you_mean
@@ -16,13 +18,15 @@ from .plugins import accepted_options, call_with_options
 
 class Judges:
     """Judges built on demand: the run's judge, or with "auto" each task's own; under the `arena` protocol with
-    the arena's variant of each judge (`arena.judges.protocols`)."""
+    the arena's variant of each judge (`arena.judges.protocols`). A judge whose factory takes `prompts` gets the
+    run's prompt book (`arena.judges.prompt_book`: the user's `--prompts` file over the arena's wording)."""
 
     def __init__(self, name: str, options: dict[str, Any], cache_path: Path, protocol: str | None = None,
-                 append: Callable[[Path, bytes], Awaitable[Any]] | None = None):
+                 append: Callable[[Path, bytes], Awaitable[Any]] | None = None, prompts: PromptBook | None = None):
         """`append` (the run writer's) writes judge-cache lines instead of the cache's default."""
         self.name, self.options, self.cache_path, self.protocol = name, options, cache_path, protocol
         self.append = append
+        self.prompts = prompts or PromptBook()
         self._built: dict[str, Judge] = {}
 
     def get(self, judge_id: str) -> Judge:
@@ -34,6 +38,8 @@ class Judges:
             options = accepted_options(factory, given) if self.name == AUTO else given
             if "cache_path" not in options:
                 options.update(accepted_options(factory, {"cache_path": str(self.cache_path)}))
+            if "prompts" in inspect.signature(factory).parameters:
+                options["prompts"] = self.prompts
             try:
                 judge = self._built[judge_id] = call_with_options(factory, options, f"judge {judge_id!r}")
             except ValueError as exc:
@@ -52,6 +58,12 @@ class Judges:
 
     def describe(self) -> dict[str, Any]:
         return {"judge": self.name, "built": {k: j.describe() for k, j in self._built.items()}}
+
+    def prompts_record(self) -> dict[str, Any]:
+        """Which wording each prompt template of the judges built so far uses (`run.json` `prompts`)."""
+        names = [n for judge in self._built.values() for n in getattr(judge, "prompt_templates", ())]
+        return {"file": str(self.prompts.path) if self.prompts.path else None, "sha256": self.prompts.sha256,
+                "templates": self.prompts.record(names)}
 
     async def aclose(self) -> None:
         for judge in self._built.values():

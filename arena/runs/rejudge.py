@@ -18,6 +18,7 @@ from arena.core.verdict import Verdict
 from arena.endpoints import transcript
 from arena.judges.agreement import Agreement, agreements
 from arena.judges.metrics import AUTO, judge_for, summarize
+from arena.judges.prompt_book import PromptBook
 
 from .config import EndpointLimit
 from .judging import Judges
@@ -60,7 +61,9 @@ async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, labe
     limits = store.info().get("config", {}).get("endpoint_limits") or {}
     gate = EndpointGate({k: EndpointLimit.model_validate(v) for k, v in limits.items()})
     episodes, verdicts = store.episodes(), store.verdicts()
-    judges = Judges(judge, options, store.dir / "judge_cache.jsonl", store.info().get("config", {}).get("protocol"))
+    recorded = store.info().get("config", {})
+    judges = Judges(judge, options, store.dir / "judge_cache.jsonl", recorded.get("protocol"),
+                    prompts=PromptBook.load(recorded.get("prompts")))  # the run's prompts file, checked again
     name_of = (lambda e: label) if label else (lambda e: judge_for(e, judge))
     have = {(v.episode_id, v.judge) for v in verdicts if v.error is None}
     todo = [e for e in episodes if redo or (e.id, name_of(e)) not in have]

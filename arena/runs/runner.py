@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import platform
 import subprocess
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
 from arena.endpoints import transcript
 from arena.judges.metrics import AUTO, judge_for, judge_for_task
+from arena.judges.prompt_book import PromptBook, prompts_note
+from arena.judges.protocols import published_request, sampling_differences
 
 from .allocator import keep_freed_memory, startup_frozen
 from .config import RunConfig, slug
@@ -50,6 +53,8 @@ from .sweep import Cell, Family, grid_size
 from .sweep import plan as plan_families
 from .backends import Backend, make_backend
 from .workbench import EpisodeJob, Workbench
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -122,6 +127,35 @@ def agent_warnings(bench: Workbench) -> list[str]:
     return warnings
 
 
+def published_requests(bench: Workbench) -> tuple[list[dict[str, Any]], list[str]]:
+    """Under `--protocol original`, per suite whose published script sends sampling fields and per agent: the
+    fields, their source, and those the agent's explicit options replace ([{field, published, sent}]); with one
+    warning line per replaced field (printed when the run starts, kept in `run.json` / `summary.json`)."""
+    suites = sorted({t.suite for _, t in bench.pairs if t.layout.sampling or published_request(t.suite)}
+                    if bench.config.protocol == "original" else set())
+    entries: list[dict[str, Any]] = []
+    lines: list[str] = []
+    for suite in suites:
+        request = published_request(suite)
+        if request is None:
+            continue
+        for agent in bench.agents:
+            explicit = getattr(getattr(agent, "inner", agent), "explicit_sampling", None)
+            entry: dict[str, Any] = {"suite": suite, "agent": agent.id, "fields": dict(request.fields),
+                                     "source": request.source}
+            if explicit is None:
+                entry["sent"] = False  # an agent that does not build chat requests itself (scripted, smolagents)
+                entries.append(entry)
+                continue
+            entry["differences"] = sampling_differences(request.fields, explicit())
+            entries.append(entry)
+            for d in entry["differences"]:
+                said = f"sends {d['published']!r}" if d["published"] is not None else "does not send it"
+                lines.append(f"agent {agent.id}: {suite} request field {d['field']} sent as {d['sent']!r}, the "
+                             f"published script {said} ({request.source})")
+    return entries, lines
+
+
 def default_run_id(bench: Workbench, config: RunConfig) -> str:
     who = bench.agents[0].id if len(bench.agents) == 1 else f"{len(bench.agents)}-agents"
     return f"{slug(bench.datasets[0].name)}-{slug(who)}-{config.grid_fingerprint()[:8]}"
@@ -150,7 +184,9 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
                    run_dir: str | Path | None) -> RunResult:
     run_id = config.run_id or default_run_id(bench, config)
     store = RunStore(Path(run_dir) if run_dir is not None else Path(config.out) / run_id)
-    judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl", config.protocol)
+    book = PromptBook.load(config.prompts)  # the whole file checked before anything runs
+    judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl", config.protocol,
+                    prompts=book)
     # Every scoring method a task names (VistaHop's reward_fn + unused_reward_fn under --protocol original) is
     # computed; the task's own judge is the one that counts.
     also = {t.id: [j for j in t.metadata.get("judges", []) if j != judge_for_task(t, AUTO)]
@@ -223,6 +259,9 @@ class RunSession:
         """Write (or check and update) run.json, take a fork's recorded prefix, apply learned limits, start the
         backend and the recorder of model calls."""
         config, bench, store = self.config, self.bench, self.store
+        self.requests, request_warnings = published_requests(bench)
+        for line in request_warnings:
+            logger.warning("%s", line)
         tool_extras = config.tool_options.model_extra or {}
         if tool_extras.get("web", "offline") != "offline" and not tool_extras.get("cassette"):
             config.tool_options.cassette = str(store.dir / "cassettes.sqlite")
@@ -232,9 +271,13 @@ class RunSession:
             "agent": bench.agents[0].describe(), "agents": [a.describe() for a in bench.agents],
             "datasets": [{"name": d.name, "source": str(d.source), "root": str(d.root), "tasks": len(d.tasks),
                           "world": d.meta.get("world")} for d in bench.datasets],
-            "versions": versions(), "git": git_hash(), "warnings": data_warnings(bench) + agent_warnings(bench),
+            "versions": versions(), "git": git_hash(),
+            "warnings": data_warnings(bench) + agent_warnings(bench) + request_warnings,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "prompts": self.judges.prompts_record(),
         }
+        if self.requests:
+            self.info["published_requests"] = self.requests
         store.open(self.info, force=force)
         if config.fork is not None:
             self.prefix, self.link, self.resend = fork_prefix(config.fork, store)
@@ -381,7 +424,10 @@ class RunSession:
         scan = scan_run(store)
         summary = summarize_scan(scan, self.judge_name)
         summary.update({"run_id": self.run_id, "protocol": config.protocol, "judges": self.judges.describe(),
-                        "model_calls": model_call_counts_scan(scan)})
+                        "model_calls": model_call_counts_scan(scan), "prompts": self.judges.prompts_record()})
+        note = prompts_note(summary["prompts"]) if config.protocol == "original" else None
+        if note:
+            summary["prompts_note"] = note
         recorded = set(scan.cols.get("key", ()))  # the scan already holds the index's keys
         result = RunResult(run_dir=store.dir, run_id=self.run_id, summary=summary, ran=work.missing,
                            sizes=store.sizes(), grid=work.grid, unwritten=self.unwritten, stopped=self.stops.message,

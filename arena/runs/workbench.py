@@ -17,7 +17,7 @@ from arena.core.agent import AGENTS, Agent, Prompting
 from arena.core.blobs import BlobStore
 from arena.core.dataset import Dataset, load_datasets, refuse_original_only
 from arena.core.episode import EpisodeSpec, run_episode
-from arena.judges.protocols import default_protocol, original_dataset_rule, original_turn_rule
+from arena.judges.protocols import apply_original_dataset_rules, default_protocol, original_turn_rule
 from arena.core.task import Task
 from arena.core.tool import TOOLS, RunResources, Tool
 from arena.core.trajectory import Episode, Step
@@ -118,10 +118,7 @@ class Workbench:
             refuse_original_only(self.datasets)
         if config.protocol == "original":
             apply_original_budget(config)
-            for dataset in self.datasets:
-                rule = original_dataset_rule(str(dataset.meta.get("format")))
-                if rule is not None:
-                    rule(dataset)
+            apply_original_dataset_rules(self.datasets)
         self.pairs: list[tuple[Dataset, Task]] = select_tasks(self.datasets, config)
         self.gate = gate or EndpointGate(config.endpoint_limits)
         self.agents: list[Agent] = []

@@ -3,7 +3,9 @@
 Differences from the original, all documented: the box is validated (empty,
 inverted, non-finite or huge (|v| > 1,000,000) boxes are errors the model sees), `img_idx` is honoured
 over every image in context (0 = the task image, then each image a tool
-returned), and coordinates may be pixels instead of relative 0–1000.
+returned), and coordinates may be pixels instead of relative 0–1000. Under the published layout (a task's
+`task.layout.published_tool_results`, `--protocol original` on VistaArena data) the result carries
+`data["layout"]`, the parts of the published crop message.
 
 A zoom asked again (the same source content, decoded size and pixel box: pass@k repeats, round-budget sweeps of a
 deterministic policy) is served from `ZOOMS`, keyed by the source's content address, never its path; it returns the
@@ -30,6 +32,11 @@ FACTOR = 32
 MIN_PIXELS = 65_536
 MAX_PIXELS = 8_294_400
 MAX_COORDINATE = 1_000_000  # beyond this a box is a mistake, not an overshoot to clamp
+# The published VistaArena script's crop result (ahang0712/vistahop evaluation/run_vistahop_eval.py @1d6a961,
+# `evaluate_tool`): one user message of three parts, the text "<tool_response>" + a line break + its lead-in, the
+# zoomed image, then a line break + "</tool_response>"; used when the task asks for the published layout
+# (`--protocol original`, suites/vistahop/protocol.py). An integer is the position of a returned image.
+PUBLISHED_LAYOUT = ("<tool_response>\nHere is the zoomed image:", 0, "\n</tool_response>")
 CONTENT_ID = re.compile(r"sha256:[0-9a-f]{64}\.\w+")  # a blob id that names its content: safe as a cache key
 # (source blob id, decoded size, full size, pixel box) -> the zoomed image
 ZOOMS: LRU[tuple, Image.Image] = LRU(64, 128 << 20, lambda image: 4 * image.width * image.height)
@@ -147,6 +154,8 @@ class CropTool(Tool):
             zoomed = await asyncio.to_thread(zoom, decoded.image, box, decoded.full_size)
         what = f" ({args.label})" if args.label else ""
         text = f"Zoomed in on {list(box)} (pixels) of image {args.img_idx}{what}."
-        return ToolResult(text=text, images=[zoomed],
-                          data={"img_idx": args.img_idx, "pixel_box": list(box), "size": [zoomed.width, zoomed.height],
-                                "source_size": [full_width, full_height]})
+        data = {"img_idx": args.img_idx, "pixel_box": list(box), "size": [zoomed.width, zoomed.height],
+                "source_size": [full_width, full_height]}
+        if ctx.task.layout.published_tool_results:
+            data["layout"] = list(PUBLISHED_LAYOUT)
+        return ToolResult(text=text, images=[zoomed], data=data)

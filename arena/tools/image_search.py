@@ -3,7 +3,9 @@
 Modes (tool option `image_search`):
 - `stored`: VistaArena's behaviour, replaying the item's stored results
   (`metadata.image_search`: up to 5 {title, thumbnail}) for the task image; a thumbnail
-  is a file under the dataset root or an image inside the data file (`Dataset.embedded`);
+  is a file under the dataset root or an image inside the data file (`Dataset.embedded`); under the published
+  layout (`task.layout.published_tool_results`, `--protocol original` on VistaArena data) the result is laid out as
+  the published script's message (`data["layout"]`) and each thumbnail kept at its size for the agent's resize;
 - `index`: a true reverse search of any image in context (the task image or a
   crop) over the world's image index;
 - `auto` (default): `index` when the dataset's world has an image index, else `stored`;
@@ -30,6 +32,11 @@ from arena.tools.search_results import MAX_IMAGE_RESULTS, THUMBNAIL_SIDE
 from arena.tools.web_search import WEB_IMAGE_DESCRIPTION, RunWeb, WebImageSearchArgs, WebOptions, check_web_options
 
 MAX_RESULTS = MAX_IMAGE_RESULTS
+# The published VistaArena script's stored-results message (ahang0712/vistahop evaluation/run_vistahop_eval.py
+# @1d6a961, `evaluate_tool`): these text parts, each result's thumbnail after its own part.
+PUBLISHED_LEAD_IN = "<tool_response>\nReverse Image Search Results:"
+PUBLISHED_RESULT = "\n\nTitle {i}: {title}\nThumbnail {i}: "
+PUBLISHED_CLOSE = "\n</tool_response>"
 
 
 class ImageSearchArgs(BaseModel):
@@ -102,19 +109,19 @@ class ImageSearchTool(Tool):
     async def run(self, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
         if self.options.image_search == "web":
             return await self.web.get().image_search(args.query)
-        if not 0 <= args.img_idx < len(ctx.images):
-            raise ToolArgumentError(f"img_idx {args.img_idx} is out of range: {len(ctx.images)} image(s) in context")
-        if self.options.image_search == "live":
-            if self.lens is None:
-                raise ToolError(self._lens_problem)
-            return await self.lens.search(ctx.images[args.img_idx], ctx.blobs)
         mode = self.options.image_search
         index = _index_for(ctx.dataset.world) if mode in ("auto", "index") else None
         if mode == "index" and index is None:
             raise ToolError("no reverse-image index is available for this dataset")
-        if index is not None:
-            return await self._search_index(index, args, ctx)
-        return await self._stored(args, ctx)
+        if mode != "live" and index is None:
+            return await self._stored(args, ctx)
+        if not 0 <= args.img_idx < len(ctx.images):
+            raise ToolArgumentError(f"img_idx {args.img_idx} is out of range: {len(ctx.images)} image(s) in context")
+        if mode == "live":
+            if self.lens is None:
+                raise ToolError(self._lens_problem)
+            return await self.lens.search(ctx.images[args.img_idx], ctx.blobs)
+        return await self._search_index(index, args, ctx)
 
     async def _search_index(self, index, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
         query = await ctx.images[args.img_idx].pil()
@@ -128,9 +135,12 @@ class ImageSearchTool(Tool):
                                                           for h in hits]})
 
     async def _stored(self, args: ImageSearchArgs, ctx: ToolContext) -> ToolResult:
-        if args.img_idx != 0:
+        published = ctx.task.layout.published_tool_results
+        if args.img_idx != 0 and not published:  # the published script reads no argument: its results always
             raise ToolArgumentError("only the task image (img_idx 0) has stored reverse-search results here")
         stored = ctx.task.metadata.get("image_search") or []
+        if published and not any(item.get("thumbnail") for item in stored):
+            stored = []  # the published script shows results only when both stored lists are non-empty
         if not stored:
             raise ToolError("no reverse-image results are stored for this image")
         lines: list[str] = []
@@ -144,22 +154,49 @@ class ImageSearchTool(Tool):
             elif ref:
                 paths.append(ctx.dataset.resolve(ref, where=f"task {ctx.task.id} image_search"))
 
-        def load() -> list[Image.Image]:
-            out = []
-            for path in paths:
-                try:
-                    if isinstance(path, str) and embedded is not None:
-                        image = decode_image(embedded.read(path)[0], path)
-                        image.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE))
-                        out.append(image)
-                    else:
-                        out.append(_thumbnail(path))
-                except ImageError:
-                    continue
-            return out
+        def read(path: Path | str) -> Image.Image | None:
+            """The thumbnail, shrunk to the arena's thumbnail size (published layout: as stored, the agent resizes it
+            as it resizes every image); None when missing or unreadable (skipped)."""
+            try:
+                if isinstance(path, str) and embedded is not None:
+                    image = decode_image(embedded.read(path)[0], path)
+                elif isinstance(path, Path) and published and not path.is_file():
+                    return None
+                else:
+                    image = decode_image(path)
+            except ImageError:
+                return None
+            if not published:
+                image.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE))
+            return image
 
-        thumbs = await asyncio.to_thread(load)
-        return ToolResult(text="\n".join(lines), images=thumbs, data={"mode": "stored", "results": len(lines)})
+        if not published:
+            thumbs = [t for t in await asyncio.to_thread(lambda: [read(p) for p in paths]) if t is not None]
+            return ToolResult(text="\n".join(lines), images=thumbs, data={"mode": "stored", "results": len(lines)})
+        return await asyncio.to_thread(self._published_stored, stored[:MAX_RESULTS], ctx, read)
+
+    @staticmethod
+    def _published_stored(stored: list[dict], ctx: ToolContext, read) -> ToolResult:
+        """The stored results laid out as the published script lays them out (`evaluate_tool`, ahang0712/vistahop
+        evaluation/run_vistahop_eval.py @1d6a961): a lead-in part, then per result "Title i: ..." and
+        "Thumbnail i: " in one text part followed by the thumbnail when its file exists, then the closing tag."""
+        layout: list[str | int] = [PUBLISHED_LEAD_IN]
+        images: list[Image.Image] = []
+        embedded = ctx.dataset.embedded
+        for i, item in enumerate(stored, 1):
+            layout.append(PUBLISHED_RESULT.format(i=i, title=item.get("title", "")))
+            ref = item.get("thumbnail")
+            if not ref:
+                continue
+            path = ref if embedded is not None and embedded.owns(ref) else \
+                ctx.dataset.resolve(ref, where=f"task {ctx.task.id} image_search")
+            image = read(path)
+            if image is not None:
+                layout.append(len(images))
+                images.append(image)
+        layout.append(PUBLISHED_CLOSE)
+        text = "\n".join(f"Title {i}: {item.get('title', '')}" for i, item in enumerate(stored, 1))
+        return ToolResult(text=text, images=images, data={"mode": "stored", "results": len(stored), "layout": layout})
 
     async def aclose(self) -> None:
         self.web.close()

@@ -10,9 +10,12 @@ verdicts"). Its `prompt="paper"` (the default, `--protocol original`) is the
 paper's evaluator (Appendix A.1, §4): the evaluation prompt of Appendix A.1 with
 the reference caption, followed by the ground-truth image (`Task.reference_images`,
 the file's bytes as a data URL; an item whose answer is "No resulting image." has
-none, and the prompt alone is sent). `prompt="arena"` (`--protocol arena`) sends
-the arena's text-only prompt, which spells out every property and the
-no-result case.
+none, and the prompt alone is sent); every item with a caption is sent to the
+evaluator, also one whose caption equals the reference (`identical="ask"`).
+Under `--protocol arena`: `prompt="arena"` sends the arena's text-only prompt,
+which spells out every property and the no-result case, and `identical="skip"`
+scores a caption equal to the reference (case and surrounding spaces aside)
+correct without a call.
 """
 
 from __future__ import annotations
@@ -293,17 +296,21 @@ def reference_image_part(path: str) -> tuple[dict[str, Any], str]:
 
 class CarvLLMJudge(ModelJudge):
     id = "carv-llm"
-    version = "3"
+    version = "4"
 
-    def __init__(self, endpoint: EndpointConfig, prompt: str = "paper", cache_path: str | None = None):
+    def __init__(self, endpoint: EndpointConfig, prompt: str = "paper", cache_path: str | None = None,
+                 identical: str = "ask"):
         if prompt not in PROMPTS:
             raise ValueError(f"carv-llm option prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
+        if identical not in ("ask", "skip"):
+            raise ValueError(f"carv-llm option identical must be 'ask' (the paper's) or 'skip', got {identical!r}")
         super().__init__(endpoint, cache_path=cache_path)
         self.prompt = prompt
+        self.identical = identical
         self.prompt_hash = text_hash(PROMPTS[prompt])
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "prompt": self.prompt}
+        return {**super().describe(), "prompt": self.prompt, "identical": self.identical}
 
     async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
         base = dict(judge_model=self.config.model, prompt_hash=self.prompt_hash)
@@ -311,7 +318,7 @@ class CarvLLMJudge(ModelJudge):
         if not caption:
             return self.verdict(episode, score=0.0, correct=False, rationale="no answer", **base)
         reference = episode.task.answers[0] if episode.task.answers else ""
-        if caption.strip().lower() == reference.strip().lower():
+        if self.identical == "skip" and caption.strip().lower() == reference.strip().lower():
             return self.verdict(episode, score=1.0, correct=True, extracted=caption,
                                 rationale="identical to the reference caption (no judge call)", **base)
         text = PROMPTS[self.prompt].format(reference=reference, response=caption)
@@ -344,11 +351,11 @@ class CarvLLMJudge(ModelJudge):
 
 def carv_llm(model: str, base_url: str, api_key_env: str | None = None, prompt: str = "paper",
              cache_path: str | None = None, timeout: float = 120.0, max_retries: int = 4,
-             retry_initial: float = 1.0, max_tokens: int | None = 512) -> CarvLLMJudge:
+             retry_initial: float = 1.0, max_tokens: int | None = 512, identical: str = "ask") -> CarvLLMJudge:
     endpoint = EndpointConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout=timeout,
                               max_retries=max_retries, retry_initial=retry_initial, temperature=0.0,
                               max_tokens=max_tokens)
-    return CarvLLMJudge(endpoint, prompt=prompt, cache_path=cache_path)
+    return CarvLLMJudge(endpoint, prompt=prompt, cache_path=cache_path, identical=identical)
 
 
 # --- metrics ---------------------------------------------------------------------------------------------------

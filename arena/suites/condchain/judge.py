@@ -4,8 +4,10 @@ Published rule (Accio-Lab/MM-CondChain `eval/utils.py` `parse_answer`, `eval/met
 predicted label is read from the model's raw final reply (the last turn's text, thinking included): the content
 of the last `\\boxed{...}` with spaces removed ("none", "null", "nan" in any case, or empty, mean "None"); else
 the last whole-word `[A-Z]<digits>` or `None` token; else "None". It must equal the true label exactly (case
-matters). An empty reply is therefore the prediction "None", correct on None-truth items. `no_answer="wrong"`
-keeps the arena's stricter choice: an episode with no answer scores 0.
+matters) and to the true label as stored (`eval/metrics.py` `compute_metrics` compares the two strings as they
+are: a stored " A1" never matches). An empty reply is therefore the prediction "None", correct on None-truth
+items. Under `--protocol arena`: `no_answer="wrong"` keeps the arena's stricter choice (an episode with no answer
+scores 0) and `truth="stripped"` compares with the stored label stripped of surrounding spaces.
 
 Metrics per domain and overall (the overall figures pool all items, not an
 average of domains), as percentages rounded to 2 decimals like the original:
@@ -38,18 +40,27 @@ def final_reply(episode: Episode) -> str:
 
 class CondChainJudge(Judge):
     id = "condchain"
-    version = "2"
+    version = "3"
 
-    def __init__(self, no_answer: str = "none"):
+    def __init__(self, no_answer: str = "none", truth: str = "stored"):
         if no_answer not in ("none", "wrong"):
             raise ValueError(f"no_answer must be 'none' (published) or 'wrong', got {no_answer!r}")
+        if truth not in ("stored", "stripped"):
+            raise ValueError(f"truth must be 'stored' (published) or 'stripped', got {truth!r}")
         self.no_answer = no_answer
+        self.truth = truth
 
     def describe(self) -> dict[str, Any]:
-        return {"id": self.id, "version": self.version, "no_answer": self.no_answer}
+        return {"id": self.id, "version": self.version, "no_answer": self.no_answer, "truth": self.truth}
+
+    def true_label(self, episode: Episode) -> str:
+        """The label the prediction must equal: as stored in the data (published; the loader keeps it as it is),
+        or stripped of surrounding spaces (arena)."""
+        stored = (episode.task.answers or ["None"])[0]
+        return stored if self.truth == "stored" else stored.strip()
 
     async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
-        truth = (episode.task.answers or ["None"])[0].strip()
+        truth = self.true_label(episode)
         if episode.answer is None and self.no_answer == "wrong":
             return self.verdict(episode, score=0.0, correct=False, extracted=None, rationale="no answer")
         predicted = parse_boxed(final_reply(episode))
@@ -58,8 +69,8 @@ class CondChainJudge(Judge):
                             rationale=f"predicted {predicted}; expected {truth}")
 
 
-def condchain(no_answer: str = "none") -> CondChainJudge:
-    return CondChainJudge(no_answer=no_answer)
+def condchain(no_answer: str = "none", truth: str = "stored") -> CondChainJudge:
+    return CondChainJudge(no_answer=no_answer, truth=truth)
 
 
 def path_f1(true_acc: float, false_acc: float) -> float:

@@ -137,7 +137,7 @@ def tasks_from_record(record: dict[str, Any], index: int, root: Path, where: str
             metadata["frames"] = frames
         tasks.append(Task(id=f"{item_id}:{path}", suite=SUITE,
                           question=build_question(instruction, len(frames), browse_gui and bool(frames)),
-                          images=images, answers=[answer.strip()], kind="boxed", category=domain,
+                          images=images, answers=[answer], kind="boxed", category=domain,
                           judge=SUITE, metadata=metadata))
     return tasks
 

@@ -21,8 +21,14 @@ Source: Accio-Lab/MM-CondChain `eval/data_loader.py` (`resolve_gui_images`), `ev
 from __future__ import annotations
 
 from arena.core.dataset import Dataset
+from arena.core.suite import PublishedRequest
 
 from .loader import FRAMES_NOTE
+
+
+# The published request (`get_answer`): `model` and `messages` only, no sampling field (the server's defaults).
+PUBLISHED_REQUEST = PublishedRequest({}, "Accio-Lab/MM-CondChain eval/evaluator/api_evaluator.py @42a7ff5: "
+                           "`get_answer` calls chat.completions.create(model, messages) and nothing else")
 
 
 def original_frames(dataset: Dataset) -> None:
@@ -31,6 +37,7 @@ def original_frames(dataset: Dataset) -> None:
     prompt's own final line break kept), with no format instruction."""
     dataset.format_instruction = ""
     for task in dataset.tasks:
+        task.layout.sampling = dict(PUBLISHED_REQUEST.fields)
         frames = task.metadata.get("frames")
         if frames:
             task.metadata["frames"] = sorted(frames)

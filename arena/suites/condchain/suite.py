@@ -11,7 +11,7 @@ from .check import CHECK
 from .judge import condchain, condchain_metrics
 from .loader import CONDCHAIN_LOADER
 from .policies import condchain_oracle, condchain_random
-from .protocol import original_frames
+from .protocol import PUBLISHED_REQUEST, original_frames
 from .world import build, build_agentic
 
 
@@ -29,8 +29,9 @@ class CondChain(Suite):
     agents = {"condchain-oracle": condchain_oracle, "condchain-random": condchain_random}
     worlds = {"condchain-mini": build, "condchain-mini-agentic": build_agentic}
     world_checks = {"condchain-mini": CHECK, "condchain-mini-agentic": CHECK}
-    arena_variants = {"condchain": {"no_answer": "wrong"}}  # --protocol arena (README 'Protocols')
+    arena_variants = {"condchain": {"no_answer": "wrong", "truth": "stripped"}}  # --protocol arena (docs/protocols.md)
     original_dataset_rules = {CONDCHAIN_LOADER.name: original_frames}
+    published_request = PUBLISHED_REQUEST
     metrics = condchain_metrics
 
     @classmethod

@@ -176,7 +176,8 @@ def load_question_file(path: Path, mode: str, root: Path) -> list[Task]:
             question=question or build_question(mode, source, options), images=[image],
             answers=[str(g) for g in gt], kind="element_ids", options=options,
             category=str(category) if category else None, judge=SUITE,
-            metadata={"mode": mode, "source": source, "gt_ans": gt, "index": i, **extras},
+            metadata={"mode": mode, "source": source, "gt_ans": gt, "index": i, **extras,
+                      **({"descs": item["descs"]} if isinstance(item.get("descs"), str) else {})},
         ))
     return tasks
 

@@ -53,7 +53,8 @@ class MMIRRandom(Agent):
         self.id = id
 
     async def act(self, view: EpisodeView) -> AgentTurn:
-        ids = [int(m.group(1)) for o in view.task.options if (m := _OPTION_ID.match(o))]
+        lines = [line.strip() for o in view.task.options for line in o.splitlines()]  # one stored text under original
+        ids = [int(m.group(1)) for line in lines if (m := _OPTION_ID.match(line))]
         if not ids:
             return answer_turn("", view, "no element list in the task")
         rng = task_rng(view, self.id)

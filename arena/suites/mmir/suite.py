@@ -9,6 +9,7 @@ from .check import CHECK
 from .judge import mmir, mmir_metrics
 from .loader import MMIR_LOADER
 from .policies import mmir_oracle, mmir_random
+from .protocol import original_questions
 from .world import build
 
 
@@ -21,5 +22,6 @@ class MMIR(Suite):
     agents = {"mmir-oracle": mmir_oracle, "mmir-random": mmir_random}
     worlds = {"mmir-mini": build}
     world_checks = {"mmir-mini": CHECK}
-    arena_variants = {"mmir": {"strict_ans": False, "request": "arena"}}  # --protocol arena (README 'Protocols')
+    arena_variants = {"mmir": {"strict_ans": False, "request": "arena"}}  # --protocol arena (docs/protocols.md)
+    original_dataset_rules = {MMIR_LOADER.name: original_questions}
     metrics = mmir_metrics

@@ -36,7 +36,7 @@ class UReason(Suite):
     tools = (GenerateImageTool,)
     worlds = {"ureason-mini": build}
     world_checks = {"ureason-mini": CHECK}
-    arena_variants = {"ureason-vlm": {"missing": "fail"}}  # --protocol arena (README 'Protocols')
+    arena_variants = {"ureason-vlm": {"missing": "fail"}}  # --protocol arena (docs/protocols.md)
     metrics = ureason_metrics
 
     @classmethod

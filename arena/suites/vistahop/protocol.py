@@ -12,8 +12,12 @@ Source: ahang0712/vistahop `evaluation/run_vistahop_eval.py` @1d6a961 (`parse_to
   arguments are its `"arguments"` only (`"parameters"` is not read; missing: none). The zoom tool takes its box
   from `bbox_2d`, else `bbox`, and always crops the task image (`img_idx` is not read); a box its crop raises on
   (inverted, unreadable coordinates: `zoom_crash`) makes the sample fail, scored 0.
-- A JSON value that is not an object, or arguments that are not an object, make the original's sample crash and
-  score 0 on every method; here such a turn is invalid and (under `original`) ends the episode with no answer.
+- A JSON value that is not an object makes the original's sample crash and score 0 on every method, as do
+  arguments that are not an object for the two tools whose code reads them (zoom, text search); here such a turn is
+  invalid and (under `original`) ends the episode with no answer. The image search and an unknown tool do not read
+  the arguments: with arguments that are not an object the call goes on with none. (An object is passed on: the
+  stored image search under the published layout ignores `img_idx`, as the original does; the arena's live and
+  index modes, which have no published counterpart, read it.)
 - The arena's own parse (`arena.core.protocol.parse_response`) differs on purpose; docs/protocols.md lists every difference.
 
 Images (`process_image`, the evaluator's defaults): every image the model sees is smart-resized with factor 32
@@ -37,8 +41,13 @@ from typing import Any
 from arena.core.dataset import Dataset, DatasetError
 from arena.core.untrusted import json_text_problem
 from arena.core.protocol import MAX_PARSED_CHARS, ParsedAction, split_thinking
+from arena.core.suite import PublishedRequest
 from arena.judges.normalized import TURN_END, extract_answer_published
 
+TEXT_SEARCH = "text_search_tool"
+# The arguments each published tool reads (`evaluate_tool`): a call whose "arguments" is not an object fails the
+# sample only for these tools; the image search and an unknown tool never read them (the call goes on).
+READS_ARGUMENTS = {"image_zoom_in_tool": ("bbox_2d", "bbox", "label"), TEXT_SEARCH: ("query",)}
 _CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 ZOOM = "image_zoom_in_tool"
 CRASH = "crash"
@@ -98,13 +107,18 @@ def original_turn(text: str) -> ParsedAction:
         except ValueError as exc:  # e.g. an integer of more than 4,300 digits
             return ParsedAction("invalid", raw_call=body[:8192], reasoning=reasoning, error=f"{CRASH}: {exc}")
         if data:
-            arguments = data.get("arguments", {}) if isinstance(data, dict) else None
-            if not isinstance(data, dict) or not isinstance(arguments, dict):
-                what = "the tool call" if not isinstance(data, dict) else '"arguments"'
+            if not isinstance(data, dict):
                 return ParsedAction("invalid", raw_call=body, reasoning=reasoning,
-                                    error=f"{CRASH}: {what} is not a JSON object; the original pipeline fails "
-                                          "on this sample and scores it 0")
+                                    error=f"{CRASH}: the tool call is not a JSON object; the original pipeline "
+                                          "fails on this sample and scores it 0")
             name = data.get("name", "")
+            arguments = data.get("arguments", {})
+            if name in READS_ARGUMENTS and not isinstance(arguments, dict):
+                return ParsedAction("invalid", tool=name, raw_call=body, reasoning=reasoning,
+                                    error=f'{CRASH}: "arguments" of {name} is not a JSON object; the original '
+                                          "pipeline reads it, fails on this sample and scores it 0")
+            if not isinstance(arguments, dict):  # a tool that does not read them (image search, unknown): none
+                arguments = {}
             if name == ZOOM:
                 crash = zoom_crash(arguments)
                 if crash:
@@ -128,10 +142,25 @@ METHOD_JUDGES = {"em_score_mcq": "mcq", "llm_score": "llm"}
 ORIGINAL_IMAGE_SIZE = (32, 65_536, 8_294_400)
 
 
+# The published script's agent request (`call_openai_api`, fed by `main`'s argparse defaults --max-tokens 4096,
+# --temperature 0.7, --top-p 0.8, --top-k 20, --presence-penalty 1.5, --repetition-penalty 1.0, --seed 3407): these
+# top-level JSON fields on every turn, no `chat_template_kwargs`.
+SAMPLING_SOURCE = ("ahang0712/vistahop evaluation/run_vistahop_eval.py @1d6a961: `main` argparse defaults "
+                   "(--max-tokens, --temperature, --top-p, --top-k, --presence-penalty, --repetition-penalty, "
+                   "--seed), sent by `call_openai_api` as top-level fields")
+PUBLISHED_SAMPLING = {"max_tokens": 4096, "temperature": 0.7, "top_p": 0.8, "top_k": 20, "presence_penalty": 1.5,
+                      "repetition_penalty": 1.0, "seed": 3407}
+PUBLISHED_REQUEST = PublishedRequest(PUBLISHED_SAMPLING, SAMPLING_SOURCE)  # the suite's `published_request`
+
+
 def original_items(dataset: Dataset) -> None:
-    """Read the items as the published loader does (question, image; see `loader.original_item_facts`)."""
+    """Read the items as the published loader does (question, image; see `loader.original_item_facts`), and
+    mark them for the published agent request: image sizes, sampling fields and tool-result layout."""
     for task in dataset.tasks:
         task.layout.image_size = ORIGINAL_IMAGE_SIZE
+        task.layout.sampling = dict(PUBLISHED_REQUEST.fields)
+        task.layout.published_tool_results = True
+        task.layout.question_alone_with_tools = True
         facts: dict[str, Any] = task.metadata.get("original") or {}
         if "question" in facts:
             task.question = facts["question"]

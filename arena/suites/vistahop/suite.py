@@ -14,7 +14,7 @@ from .check import VISTAHOP_CHECK
 from .loader import VISTAARENA_DATASETS_LOADER, VISTAARENA_LOADER
 from .parquet import PARQUET_LOADER
 from .policies import direct, oracle, text_only
-from .protocol import original_datasets_json, original_items, original_turn
+from .protocol import PUBLISHED_REQUEST, original_datasets_json, original_items, original_turn
 from .world import WORLD_NAME, build
 
 TEXT, IMAGE, CROP = TextSearchTool.name, ImageSearchTool.name, CropTool.name
@@ -35,3 +35,4 @@ class VistaHop(Suite):
     original_dataset_rules = {VISTAARENA_LOADER.name: original_items,
                               VISTAARENA_DATASETS_LOADER.name: original_datasets_json}
     original_turn_rule = original_turn
+    published_request = PUBLISHED_REQUEST

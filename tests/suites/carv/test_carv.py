@@ -208,7 +208,7 @@ def test_parse_judge_scores_captions_and_json_answers(world):
 def test_llm_judge_uses_the_paper_prompt_and_reads_json(world):
     task = next(t for t in load_datasets(world)[0].tasks if t.answers != [NO_RESULT])
     replies = iter(['{ "correctness": true, "reason": "same scene" }', '{"correctness": false, "reason": "colour"}',
-                    "I cannot tell."])
+                    "I cannot tell.", '{"correctness": true, "reason": "identical"}'])
 
     async def judge_all(base_url: str):
         judge = carv_llm(model="judge", base_url=base_url, max_retries=0)
@@ -223,7 +223,7 @@ def test_llm_judge_uses_the_paper_prompt_and_reads_json(world):
     assert (good.correct, bad.correct, broken.error is not None, same.correct) == (True, False, True, True)
     assert good.rationale == "same scene"
     assert task.answers[0] in prompt and "reworded caption" in prompt and '"correctness"' in prompt
-    assert len(server.requests) == 3
+    assert len(server.requests) == 4  # the paper's evaluator is asked also for the reference's own caption
 
 
 def test_metrics_rebuild_table2_and_parser_agreement(world):

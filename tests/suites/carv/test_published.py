@@ -92,3 +92,30 @@ def test_llm_judge_end_to_end_accuracy_over_valid_verdicts():
 
     with OpenAIStub(lambda request: next(replies)) as server:
         asyncio.run(scenario(server))
+
+
+# Captions against the reference "one red bowl on a blue table": the paper's evaluator (§4, Appendix A.1) is asked
+# for every item that has a caption, the reference-equal ones included; its reply decides. The arena variant
+# (`identical="skip"`) scores a caption equal to the reference, case and surrounding spaces aside, without a call.
+REFERENCE = "one red bowl on a blue table"
+CAPTIONS = [REFERENCE, REFERENCE.upper(), f"  {REFERENCE} ", "one red bowl on a blue table.", "two red bowls",
+            "No resulting image."]
+
+
+@pytest.mark.parametrize("identical", ["ask", "skip"])
+def test_the_paper_evaluator_is_asked_for_every_caption_also_one_equal_to_the_reference(identical):
+    async def scenario(server):
+        for caption in CAPTIONS:
+            judge = carv_llm(model="j", base_url=server.base_url, retry_initial=0.01, identical=identical)
+            before = len(server.requests)
+            episode = final_turn_episode(f"<answer>{caption}</answer>", [REFERENCE], suite="carv", answer=caption)
+            verdict = await judge.score(episode)
+            equal = caption.strip().lower() == REFERENCE
+            asked = identical == "ask" or not equal
+            assert len(server.requests) - before == int(asked)
+            # the stub judge says false to everything: only an unasked equal caption scores 1
+            assert verdict.correct == (not asked)
+            await judge.aclose()
+
+    with OpenAIStub(lambda request: '{"correctness": false, "reason": "stub"}') as server:
+        asyncio.run(scenario(server))

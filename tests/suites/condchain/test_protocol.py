@@ -108,6 +108,12 @@ def test_gui_frames_prompt_and_reply_reading_as_published_under_original_and_num
         assert parts[:-1] == list(range(1, FRAMES + 1))  # numeric order, no labels
         assert parts[-1].startswith(f"The {FRAMES} images are the frames of a GUI trajectory, in order")
 
+    # the published request sends no sampling field: recorded with its source, nothing to depart from
+    info = json.loads((tmp_path / "logs" / "default" / "run.json").read_text())
+    (entry,) = info["published_requests"]
+    assert (entry["suite"], entry["fields"], entry["differences"]) == ("condchain", {}, [])
+    assert "api_evaluator.py" in entry["source"]
+
     # the thinking-only reply: the prediction "None" (published), or no answer, scored 0 (the arena's variant)
     for run_id, thinking_only in (("default", ("None", 1.0)), ("arena", (None, 0.0))):
         verdicts = [json.loads(line) for line in (tmp_path / "logs" / run_id / "verdicts.jsonl").read_text()

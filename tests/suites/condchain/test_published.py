@@ -8,11 +8,13 @@ else the last whole-word capital letter followed by digits, or the word None; el
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 import pytest
 
 from arena.suites.condchain.judge import condchain
+from arena.suites.condchain.loader import load_file
 from tests.support.published_episodes import final_turn_episode
 
 
@@ -60,3 +62,28 @@ def test_empty_reply_is_none_published_and_wrong_strict():
     episode = final_turn_episode("", ["None"], suite="condchain", task_id="x:false", answer=None)
     assert asyncio.run(condchain().score(episode)).correct
     assert not asyncio.run(condchain(no_answer="wrong").score(episode)).correct
+
+
+# Stored labels with surrounding spaces: the published `compute_metrics` compares the parsed prediction with the
+# stored `correct_answer` as it is (no strip), so such an item is never correct under the published rule.
+STORED = ["A1", " A1", "A1 ", "None", " None", "B2\n"]
+
+
+@pytest.mark.parametrize("stored", STORED)
+def test_the_stored_label_is_compared_as_stored_under_original_and_stripped_under_arena(stored):
+    for reply in ("\\boxed{A1}", "\\boxed{None}", "", "B2"):
+        episode = final_turn_episode(reply, [stored], suite="condchain", task_id="x:true", kind="boxed")
+        published = asyncio.run(condchain().score(episode))
+        assert published.correct == (ref_label(reply) == stored)
+        arena = asyncio.run(condchain(truth="stripped").score(episode))
+        assert arena.correct == (ref_label(reply) == stored.strip())
+
+
+def test_the_loader_keeps_the_stored_label(tmp_path):
+    (tmp_path / "img.png").write_bytes(b"")
+    item = {"id": "n1", "domain": "natural", "image": "img.png",
+            "true_path": {"full_instruction": "Q", "pseudocode": "", "correct_answer": " A1"},
+            "false_path": {"diverge_node": 1, "full_instruction": "Q", "pseudocode": "", "correct_answer": "None"}}
+    (tmp_path / "natural.jsonl").write_text(json.dumps(item) + "\n")
+    tasks = load_file(tmp_path / "natural.jsonl", tmp_path)
+    assert [t.answers for t in tasks] == [[" A1"], ["None"]]

@@ -10,14 +10,18 @@ reply is scored the same way.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 import pytest
+from PIL import Image
 
 from arena.suites.mmir.judge import MMIR_TOTAL, mmir, mmir_metrics
 from arena.judges.metrics import summarize
 from arena.core.verdict import Verdict
 from tests.support.published_episodes import final_turn_episode
+from arena.runs.config import RunConfig
+from arena.runs.runner import run
 from tests.support.openai_server import OpenAIStub
 
 
@@ -119,3 +123,46 @@ def test_arena_variant_request_adds_temperature_and_max_tokens():
     assert verdict.score == 1.0
     assert request["temperature"] == 0 and request["max_tokens"] == 256
     assert isinstance(request["messages"][0]["content"], str)
+
+
+# Sources in several spellings; the published `eval` groups "web page" and "poster" by exact spelling only.
+SOURCES = ["web page", "Web Page", "webpage", "web", " web page", "poster", "Poster", "poster ", "slides", "table"]
+STORED_DESCS = "  [1] Wide text span at top-center: 'Sale'\n\n[2] Image, description: a logo at center-center  \n"
+
+
+def ref_group(source: str) -> str:
+    return "web" if source == "web page" else ("poster" if source == "poster" else "office")
+
+
+def write_open_questions(root) -> None:
+    (root / "images").mkdir(parents=True)
+    questions = []
+    for i, source in enumerate(SOURCES):
+        Image.new("RGB", (40, 30), (i * 20, 80, 120)).save(root / "images" / f"{i}.png")
+        questions.append({"source": source, "descs": STORED_DESCS, "gt_ans": [1], "image": f"images/{i}.png"})
+    (root / "questions_open.json").write_text(json.dumps(questions))
+
+
+def test_original_groups_by_the_published_spelling_and_sends_the_stored_options_text(tmp_path):
+    root = tmp_path / "mmir"
+    write_open_questions(root)
+    script = {}
+    with OpenAIStub(lambda request: "<id>\"[1]\"</id>") as server:
+        runs = {}
+        for protocol in ("original", "arena"):
+            result = run(RunConfig(data=str(root / "questions_open.json"), agent="scripted",
+                                   agent_options={"script": [{"answer": "<ans>the sale banner</ans>"}]},
+                                   settings=["no-tool"], judge="auto", protocol=protocol,
+                                   judge_options={"model": "j", "base_url": server.base_url},
+                                   out=str(tmp_path / "logs"), run_id=protocol))
+            runs[protocol] = result
+            prompts = [r["messages"][0]["content"] for r in server.requests[-len(SOURCES):]]
+            script[protocol] = [p[0]["text"] if isinstance(p, list) else p for p in prompts]
+    original_ids = sorted(e.task.id for e in runs["original"].episodes)
+    assert original_ids == sorted(f"{ref_group(s)}-{i}:open" for i, s in enumerate(SOURCES))
+    arena_groups = {e.task.id.split("-")[0] for e in runs["arena"].episodes}
+    assert arena_groups == {"web", "poster", "office"}
+    # the options text exactly as stored under original (no line stripped, the blank line kept)
+    assert all(f"\n\nOptions:\n{STORED_DESCS}\n\nYour answer" in p for p in script["original"])
+    tidy = "[1] Wide text span at top-center: 'Sale'\n[2] Image, description: a logo at center-center"
+    assert all(f"\n\nOptions:\n{tidy}\n\nYour answer" in p for p in script["arena"])

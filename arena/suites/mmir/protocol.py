@@ -1,0 +1,36 @@
+"""MMIR's published scoring pipeline, used under `--protocol original`.
+
+Source: eric-ai-lab/MMIR `eval/calculate_score.py` (`llm_judge`, `eval`) @17f24c5, restated in our own words:
+
+- The open-ended judge prompt carries the question's `descs` text exactly as stored in `questions_open.json`: no
+  line is stripped, blank lines are kept (the arena's reading strips each option line and drops blank ones). Here
+  the task's options become that one stored text, which the `mmir` judge joins into its prompt unchanged.
+- A question's reporting group is "web" only when its `source` is spelled exactly "web page", "poster" only when
+  exactly "poster", and "office" otherwise (the arena also accepts other casings and "web" / "webpage"). The group
+  is part of the task id (`<group>-<index>:<mode>`), so a question whose source is spelled otherwise gets the
+  published group's id under `original` (it then pairs with no task of an `arena` run).
+"""
+
+from __future__ import annotations
+
+from arena.core.dataset import Dataset
+
+from .loader import parse_task_id, task_id
+
+
+def published_group(source: str) -> str:
+    """The reporting group as the published `eval` assigns it: exact spellings only."""
+    return "web" if source == "web page" else "poster" if source == "poster" else "office"
+
+
+def original_questions(dataset: Dataset) -> None:
+    """Options as the stored `descs` text, groups by the published spelling rule (see the module docstring)."""
+    for task in dataset.tasks:
+        stored = task.metadata.get("descs")
+        if isinstance(stored, str):
+            task.options = [stored]
+        source = task.metadata.get("source")
+        group, mode = parse_task_id(task.id)
+        if isinstance(source, str) and published_group(source) != group:
+            task.id = task_id(published_group(source), str(task.metadata.get("index")), mode)
+

@@ -16,6 +16,14 @@ Wordings recognised (each server's own text, matched loosely on its numbers):
 - vLLM before 0.10 and DeepSeek/OpenAI legacy: "This model's maximum context length is
   {N} tokens. However, you requested {T} tokens ({M} in the messages, {C} in the
   completion). Please reduce the length of the messages or completion.";
+- vLLM V1 engine (the default engine from vLLM 0.8; `vllm/v1/engine/processor.py`,
+  `Processor._validate_model_input`, as in 0.8-0.10): "The decoder prompt (length {M}) is
+  longer than the maximum model length of {N}. Make sure that `max_model_len` is no
+  smaller than the number of text tokens plus multimodal tokens. ..." (400
+  `BadRequestError`; "decoder" is the prompt type, "encoder" for encoder-decoder models);
+- vLLM 0.11+ (`serving_engine.py`, the completion-room check): "This model's maximum
+  context length is {N} tokens. However, you requested {C} output tokens and your prompt
+  contains at least {M} input tokens, for a total of at least {T} tokens. ...";
 - OpenAI API (error code `context_length_exceeded`): "This model's maximum context
   length is {N} tokens. However, your messages resulted in {M} tokens. Please reduce
   the length of the messages.";
@@ -73,6 +81,7 @@ _MAX_CONTEXT = [
     re.compile(r"`inputs` must have less than (\d+) tokens", re.I),  # TGI
     re.compile(r"exceeds the available context size \((\d+) tokens\)", re.I),  # llama.cpp
     re.compile(r"loaded with context length of only (\d+) tokens", re.I),  # LM Studio 0.3
+    re.compile(r"prompt \(length \d+\) is longer than the maximum model length of (\d+)", re.I),  # vLLM V1
 ]
 _INPUT_TOKENS = [
     re.compile(r"your request has (\d+) input tokens", re.I),
@@ -84,6 +93,8 @@ _INPUT_TOKENS = [
     re.compile(r"must have less than \d+ tokens\. Given: (\d+)", re.I),  # TGI
     re.compile(r"request \((\d+) tokens\) exceeds the available context size", re.I),  # llama.cpp
     re.compile(r"trying to keep the first (\d+) tokens", re.I),  # LM Studio 0.3
+    re.compile(r"prompt \(length (\d+)\) is longer than the maximum model length", re.I),  # vLLM V1
+    re.compile(r"your prompt contains at least (\d+) input tokens", re.I),  # vLLM 0.11+
 ]
 _CONTEXT_UNSTATED = re.compile(r"exceeds the available context size|context size has been exceeded", re.I)
 # When the server gives no input count, aim this far below its stated limit; when it states no

@@ -42,7 +42,8 @@ import orjson
 from arena.core.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
 from arena.core.context_image import ContextImage
 from arena.endpoints import transcript
-from arena.endpoints.client import ChatResponse, Endpoint, EndpointConfig, EndpointError, RejectedError
+from arena.endpoints.client import (ChatResponse, Endpoint, EndpointConfig, EndpointError, RejectedError,
+                                    learned_params, restore_params)
 from arena.core.images import IMAGE_FACTOR, MIN_PIXELS, smart_resize
 from arena.core.protocol import parse_response
 from arena.core.tool import tools_prompt_block
@@ -294,10 +295,14 @@ class OpenAIAgent(Agent):
         return AgentTurn(action="tool_call", arguments=arguments, **common)
 
     def learned_limits(self) -> dict[str, Any]:
-        return self.learned.as_dict()
+        """The limits learned from the server, and the request fields it refused (`params`, `client.learned_params`)."""
+        params = learned_params().get(self.config.where())
+        return {**self.learned.as_dict(), **({"params": params} if params else {})}
 
     def apply_limits(self, limits: dict[str, Any]) -> None:
         self.learned = self.learned.merged(Limits(limits.get("max_images"), limits.get("max_context_tokens")))
+        if limits.get("params"):
+            restore_params({self.config.where(): limits["params"]})
 
     def describe(self) -> dict[str, Any]:
         endpoint = self.config.model_dump(exclude={"extra_body"})

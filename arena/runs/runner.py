@@ -27,7 +27,8 @@ import orjson
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
 from arena.endpoints import transcript
-from arena.judges.metrics import AUTO, judge_for, judge_for_task
+from arena.endpoints.client import LEARNED_PARAMS, learned_params, param_lines, restore_params
+from arena.judges.metrics import AUTO, ERRORED, judge_for, judge_for_task
 
 from .allocator import keep_freed_memory, startup_frozen
 from .config import RunConfig, slug
@@ -35,6 +36,7 @@ from .fork import fork_prefix
 from .judging import Judges
 from .limits import RunSlots, endpoint_of
 from .lock import RunLock
+from .outage import outage_of_episode, outage_of_verdict
 from .prefix import copied_episode, derive, failed_episode
 from .prefix import link as prefix_link
 from .pricing import cost as token_cost
@@ -214,6 +216,9 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
             prefix, link, resend = fork_prefix(config.fork, store)
             store.update_info({"forked_from": link})
         learned = store.info().get("learned_limits") or {}
+        LEARNED_PARAMS.clear()  # the fields this run's endpoints refused: from run.json, then as learned
+        restore_params(store.info().get("learned_params"))
+        params = learned_params()
         for agent in bench.agents:
             agent.apply_limits(learned.get(agent.id) or {})
         backend = make_backend(config, bench, run_id, store, writer)
@@ -226,7 +231,10 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
         judge_label = endpoint_label(config.judge_options)
         tasks: list[asyncio.Future] = []
 
-        def stop_if(reason: str | None) -> None:
+        def stop_if(reason: str | None, outage: str | None = None) -> None:
+            if outage and stops.message is None:
+                stops.message = outage
+            reason = reason or stops.message
             if reason:
                 for task in tasks:
                     if task is not asyncio.current_task():
@@ -237,13 +245,17 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
             if now and now != learned:
                 learned.update(now)
                 store.update_info({"learned_limits": dict(learned)})
+            if learned_params() != params:
+                params.clear()
+                params.update(learned_params())
+                store.update_info({"learned_params": dict(params)})
         done = {key: entry for key, entry in store.index().latest().items() if entry.finish not in retried}
         families = plan(bench)
         judge_name = config.judge or AUTO
         judge_endpoint = endpoint_of(config.judge_options)
         verdicts_done = store.verdict_pairs()
-        unjudged = [store.read_episode(entry) for entry in done.values()
-                    if (entry.id, judge_for_task(entry, judge_name)) not in verdicts_done]
+        unjudged = [store.read_episode(entry) for entry in done.values()  # an errored episode is not judged
+                    if entry.finish not in ERRORED and (entry.id, judge_for_task(entry, judge_name)) not in verdicts_done]
         missing = sum(1 for f in families for c in f.cells if c.key not in done)
         if on_start:
             on_start(missing + len(unjudged), grid_size(families))
@@ -274,16 +286,20 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
                 episode.meta["cost"] = round(cost, 8)
             written = writer.durable(store.append_episode, episode)
             # a stop is decided at once, so that no other request leaves while the line is being fsynced
-            stop_if(stops.observe(episode, usage_cost(_spent_usage(episode), prices.get(episode.agent))))
+            stop_if(stops.observe(episode, usage_cost(_spent_usage(episode), prices.get(episode.agent))),
+                    outage_of_episode(episode))
             try:
                 await settled(written)
             except (OSError, ValueError) as exc:  # the other episodes go on; the exit status says so
                 unwritten.append(f"episode {episode.key}: {type(exc).__name__}: {exc}")
                 return episode
             save_learned()
-            async with slots.slot(judging=True):
-                verdict = await judge_and_store(episode)
-            stop_if(stops.observe_verdict(verdict, judge_label))
+            verdict = None
+            if episode.finish_reason not in ERRORED:  # an episode not played to the end is not judged
+                async with slots.slot(judging=True):
+                    verdict = await judge_and_store(episode)
+                save_learned()
+            stop_if(stops.observe_verdict(verdict, judge_label), outage_of_verdict(verdict))
             if progress:
                 progress(episode, verdict)
             return episode
@@ -320,7 +336,8 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
         async def rejudge(episode: Episode) -> None:
             async with slots.slot(judging=True):
                 verdict = await judge_and_store(episode)
-            stop_if(stops.observe_verdict(verdict, judge_label))
+            save_learned()
+            stop_if(stops.observe_verdict(verdict, judge_label), outage_of_verdict(verdict))
             if progress:
                 progress(episode, verdict)
 
@@ -359,6 +376,9 @@ async def _execute_locked(config: RunConfig, bench: Workbench, *, progress, forc
             warnings += [w for w in previous.get("warnings", []) if w not in warnings]
         if learned:
             summary["learned_limits"] = learned
+        if params:
+            summary["learned_params"] = dict(params)
+            warnings += [line for line in param_lines(params) if line not in warnings]
         if stops.message:
             summary["stopped"] = stops.message
         if warnings:

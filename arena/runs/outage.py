@@ -21,17 +21,13 @@ _KIND = 80
 
 
 def error_kind(error: str | None) -> str:
-    """An error in a few words, for the progress line: `connection refused http://host:port/v1`, `HTTP 429`, or
-    the start of its first line."""
+    """An error in a few words, for the progress line: `connection refused http://host:port/v1`, or the start of its
+    first line (up to a `;`, at most 80 characters; URLs redacted)."""
     found = unreachable_reason(error)
     if found:
         return f"{found[0]} {found[1]}"
-    first = redact_text((error or "").partition("\n")[0])
-    for marker in ("HTTP ", "ReadTimeout", "RemoteProtocolError"):
-        at = first.find(marker)
-        if at >= 0:
-            return first[at:at + 40].split(":")[0]
-    return first[:_KIND] or "error"
+    first = redact_text((error or "").partition("\n")[0]).partition(";")[0].strip()
+    return (first[:_KIND] + ("..." if len(first) > _KIND else "")) or "error"
 
 
 @dataclass

@@ -136,3 +136,22 @@ def test_refused_fields_are_learned_once_for_the_agent_and_the_judge_whatever_th
     assert any("ran at the server's default temperature: the server refused 0.0" in w for w in summary["warnings"])
     assert "ran at the server's default temperature" in output
     assert not any(v.error for v in store.verdicts())
+
+
+def test_a_prompt_count_stuck_at_ollamas_context_is_warned_about(tmp_path):
+    """Ollama's /v1 truncates a prompt longer than num_ctx and answers 200 with `prompt_tokens` capped at it
+    (tests/support/real_server.py, flavour ollama); here the count stops while the conversation keeps growing, and
+    the count stays above 3/4 of the arena's estimate, so only the ceiling gives it away."""
+    from tests.test_real_servers import arena_run, cropper
+    data = write_tiny_dataset(tmp_path / "data", n_items=1)
+    # num_ctx 3000 (Ollama's default is 2048 or 4096 by version): the tiny episode's last turns pass it
+    with RealServer(cropper, Rules(flavour="ollama", max_context=3000)) as server:
+        result = arena_run(data, tmp_path / "logs", server.base_url, "--max-rounds", "10")
+    output = " ".join(result.output.split())
+    assert result.exit_code == 0, output
+    steps = RunStore(tmp_path / "logs" / "r").episodes()[0].steps
+    capped = [s for s in steps if s.usage.prompt_tokens == 3000]
+    assert len(capped) >= 2 and all(s.usage.prompt_tokens >= 0.75 * s.input.token_estimate for s in steps)
+    assert "the server's prompt count stops at 3000 tokens" in output and "num_ctx" in output
+    summary = json.loads((tmp_path / "logs" / "r" / "summary.json").read_text())
+    assert any("stops at 3000 tokens" in w for w in summary["warnings"])

@@ -96,8 +96,11 @@ def test_spent_serper_keys_exit_non_zero_and_the_table_separates_the_errored_epi
     assert "errored" in output and "left out and counted under 'errored'" in output
     # the same run, errors allowed up to half of the episodes (the key is still spent): exit 0
     assert allowed.exit_code == 0, allowed.output
-    original = cli.invoke(app, ["summary", str(tmp_path / "logs" / "serper")])
-    assert "errored" in original.output
+    summary_output = cli.invoke(app, ["summary", str(tmp_path / "logs" / "serper")])
+    assert "errored" in summary_output.output
+    run_dir = str(tmp_path / "logs" / "serper")
+    compared = " ".join(cli.invoke(app, ["compare", run_dir, run_dir]).output.split())
+    assert "1/1 (left out)" in compared and "left out of both sides" in compared
 
 
 def refusing_policy(request):

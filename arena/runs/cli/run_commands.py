@@ -31,7 +31,7 @@ from arena.runs.rundata import load_run
 from arena.runs.serve import serve_viewer
 from arena.runs.store import RunStore
 from arena.runs.analysis import export_episodes
-from arena.runs.compare import COLUMNS, compare_runs
+from arena.runs.compare import COLUMNS, compare_runs, errored_note
 from arena.runs.table import fmt as fmt_value
 from arena.runs.table import judge_warnings
 from arena.runs.validate import check_tool_options
@@ -497,6 +497,8 @@ def compare(run_a: Path = typer.Argument(..., help="Run A (the baseline)."),
     for c in pairs:
         table.add_row(*c.row())
     console.print(table)
+    if (note := errored_note(pairs)) is not None:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
 
 
 @app.command(rich_help_panel="Look at runs")

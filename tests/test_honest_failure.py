@@ -158,3 +158,29 @@ def test_a_prompt_count_stuck_at_ollamas_context_is_warned_about(tmp_path):
     assert "the server's prompt count stops at 3000 tokens" in output and "num_ctx" in output
     summary = json.loads((tmp_path / "logs" / "r" / "summary.json").read_text())
     assert any("stops at 3000 tokens" in w for w in summary["warnings"])
+
+
+def test_a_crop_episode_behind_a_300_kb_proxy_limit_finishes(tmp_path):
+    """vLLM behind nginx with client_max_body_size 300k (tests/support/body_limit_proxy.py quotes nginx's 413 page):
+    each crop adds an image to the conversation; the request that first passes the limit is refused once, the
+    budget is learned, and the oldest images are left out from then on."""
+    from tests.support.body_limit_proxy import BodyLimitProxy
+    from tests.test_real_servers import arena_run, cropper
+    data = write_tiny_dataset(tmp_path / "data", n_items=2, grain=0.01)  # ~130 kB per image as sent
+    with RealServer(cropper, Rules(flavour="vllm")) as server, BodyLimitProxy(server.base_url, 300_000) as proxy:
+        result = arena_run(data, tmp_path / "logs", proxy.base_url, "--max-rounds", "10")
+        refused, passed = list(proxy.refused), list(proxy.passed)
+    output = " ".join(result.output.split())
+    assert result.exit_code == 0, output
+    store = RunStore(tmp_path / "logs" / "r")
+    episodes = store.episodes()
+    assert {e.finish_reason for e in episodes} <= {"answered", "budget"} and len(episodes) == 2
+    assert all(e.totals.rounds == 10 for e in episodes)
+    assert 1 <= len(refused) <= 2, "at most one refused request per episode (two in flight)"
+    assert max(passed) <= 300_000
+    budget = store.info()["learned_limits"]["openai:qwen"]["max_request_bytes"]
+    assert max(passed) < budget < min(refused)
+    elided = [s for e in episodes for s in e.steps if s.input.elided_images]
+    assert elided and all("request bytes" in (s.input.elision_reason or "") for s in elided)
+    print(f"\n300 kB proxy: {len(refused)} refused request(s) of {refused}, budget learned {budget} bytes, "
+          f"{len(passed)} requests passed (largest {max(passed)}), {len(elided)} steps with elided images")

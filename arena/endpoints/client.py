@@ -53,10 +53,12 @@ class EndpointError(RuntimeError):
     """A failed request; `server_message` is the server's own message whatever its body's shape."""
 
     def __init__(self, message: str, *, status: int | None = None, server_message: str = "",
-                 code: str | None = None, retry_after: float | None = None, body: bytes | None = None):
+                 code: str | None = None, retry_after: float | None = None, body: bytes | None = None,
+                 sent_bytes: int | None = None):
         super().__init__(message)
         self.status, self.server_message, self.code, self.retry_after = status, server_message, code, retry_after
         self.body = body  # the server's response body, when it answered
+        self.sent_bytes = sent_bytes  # the size of the request body it answered
 
 
 class TransientEndpointError(EndpointError):
@@ -248,6 +250,9 @@ def server_message(body: bytes, limit: int = 1000) -> tuple[str, str | None]:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
         data = body.decode("utf-8", "replace").strip() or "(empty body)"
+        title = _HTML_TITLE.search(data)
+        if title:  # an HTML error page (a proxy's, e.g. nginx's 413): its title says it
+            data = " ".join(title.group(1).split()) + " (an HTML page: a proxy's or the server's own)"
     messages, code = [], None
     for item in data if isinstance(data, list) else [data]:
         error = item.get("error", item) if isinstance(item, dict) else item
@@ -259,6 +264,9 @@ def server_message(body: bytes, limit: int = 1000) -> tuple[str, str | None]:
             messages.append(str(error))
     text = "; ".join(messages)
     return text[:limit] + ("..." if len(text) > limit else ""), code
+
+
+_HTML_TITLE = re.compile(r"<title>(.*?)</title>", re.I | re.S)
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
@@ -296,6 +304,7 @@ class Endpoint:
         self._pool: HTTPPool | None = None
         self._slots = asyncio.Semaphore(config.max_parallel) if config.max_parallel else None
         self.answered = False  # the server answered a request of this endpoint (any status)
+        self.largest_accepted = 0  # bytes of the largest request body the server answered with a completion
 
     def body(self, messages: list[Any], tools: list[dict[str, Any]] | None = None, **overrides: Any) -> bytes:
         """The JSON request body (`params` serialised)."""
@@ -366,13 +375,15 @@ class Endpoint:
                     body = transcript.body_pieces(params)
                     continue
                 transcript.record_params(params, data)
+                self.largest_accepted = max(self.largest_accepted, sum(len(piece) for piece in body))
                 return reply
         except EndpointError as exc:
             if exc.body is not None:  # the server answered: the failed call is part of the transcript
                 transcript.record_params(params, transcript.error_body(exc.body),
                                          {"status": exc.status, "error": redact_text(str(exc))})
             raise type(exc)(redact_text(f"{cfg.where()}: {exc} (after {attempts} attempt{'s' * (attempts != 1)})"),
-                            status=exc.status, server_message=exc.server_message, code=exc.code) from None
+                            status=exc.status, server_message=exc.server_message, code=exc.code,
+                            sent_bytes=sum(len(piece) for piece in body)) from None
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number `attempt` (from 1) when the server named no wait:

@@ -184,3 +184,25 @@ def test_a_crop_episode_behind_a_300_kb_proxy_limit_finishes(tmp_path):
     assert elided and all("request bytes" in (s.input.elision_reason or "") for s in elided)
     print(f"\n300 kB proxy: {len(refused)} refused request(s) of {refused}, budget learned {budget} bytes, "
           f"{len(passed)} requests passed (largest {max(passed)}), {len(elided)} steps with elided images")
+
+
+def test_an_outage_in_the_middle_of_a_run_is_waited_out_for_a_bounded_time_then_stops_the_run(tmp_path, monkeypatch):
+    """The server answers two episodes, then goes away (nothing listens: connection refused)."""
+    monkeypatch.setenv("ARENA_OUTAGE_SECONDS", "3")
+    monkeypatch.setenv("ARENA_PROGRESS_EVERY", "0")
+    data = write_tiny_dataset(tmp_path / "data", n_items=8)
+    with RealServer(refusing_policy, Rules(flavour="vllm", down_after=2)) as server:
+        url = server.base_url
+        started = time.monotonic()
+        result = cli.invoke(app, ["run", "--data", str(data), "--agent", "openai", "--model", "qwen", "--base-url",
+                                  url, "--setting", "no-tool", "--judge", "normalized", "--out", str(tmp_path / "logs"),
+                                  "--run-id", "o", "--concurrency", "1", "--agent-option", "retry_initial=0.2"])
+        took = time.monotonic() - started
+    output = " ".join(result.output.split())
+    assert result.exit_code == 1, output
+    assert f"endpoint {url} cannot be reached (connection refused)" in output
+    assert 3 <= took < 20, f"waited {took:.1f} s for a 3 s outage budget"
+    episodes = RunStore(tmp_path / "logs" / "o").episodes()
+    assert [e.finish_reason for e in episodes] == ["answered", "answered", "error"], "the rest was not burnt"
+    assert "of 8 episode(s) have no record" in output
+    print(f"\noutage: stopped after {took:.1f} s with an outage budget of 3 s; {len(episodes)} of 8 recorded")

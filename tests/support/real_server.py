@@ -71,6 +71,8 @@ class Rules:
     retry_after: str | None = None
     retry_after_ms: str | None = None
     send_usage: bool = True
+    down_after: int | None = None  # after answering this many requests, the server goes away (an outage): the
+    # connection closes and nothing listens at the port any more (connection refused)
 
 
 def png_size(url: str) -> tuple[int, int]:
@@ -160,6 +162,11 @@ class RealServer:
                 body = reply.body or completion_body(reply, request.get("model", "?"))
                 if not server.rules.send_usage:
                     body.pop("usage", None)
+                if server.rules.down_after is not None and n >= server.rules.down_after:
+                    self.close_connection = True
+                    self._send(200, body, {"Connection": "close"})
+                    threading.Thread(target=server.go_down, daemon=True).start()
+                    return
                 self._send(200, body)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -289,6 +296,11 @@ class RealServer:
                                                     "message": f"too many images and documents: {images} + 0 > {n}"}}
         # vLLM 0.11 vllm/multimodal/processing.py: the --limit-mm-per-prompt check.
         return _vllm(400, f"At most {n} image(s) may be provided in one prompt.")
+
+    def go_down(self) -> None:
+        """Stop listening (an outage): later connections are refused."""
+        self._server.shutdown()
+        self._server.server_close()
 
     @property
     def base_url(self) -> str:

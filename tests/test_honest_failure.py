@@ -77,6 +77,9 @@ def test_spent_serper_keys_exit_non_zero_and_the_table_separates_the_errored_epi
     try:
         result = cli.invoke(app, args)
         allowed = cli.invoke(app, ["resume", str(tmp_path / "logs" / "serper"), "--max-error-share", "0.5"])
+        fake.credits["serper-key-with-two-credits"] = 2
+        original = cli.invoke(app, [a if a not in ("serper", "arena") else {"serper": "serper-original",
+                                                                           "arena": "original"}[a] for a in args])
     finally:
         fake.stop()
     output = " ".join(result.output.split())
@@ -101,6 +104,12 @@ def test_spent_serper_keys_exit_non_zero_and_the_table_separates_the_errored_epi
     run_dir = str(tmp_path / "logs" / "serper")
     compared = " ".join(cli.invoke(app, ["compare", run_dir, run_dir]).output.split())
     assert "1/1 (left out)" in compared and "left out of both sides" in compared
+    # under --protocol original the errored episode counts as wrong over all three, and the table says so
+    said = " ".join(original.output.split())
+    assert original.exit_code == 1, said
+    group = json.loads((tmp_path / "logs" / "serper-original" / "summary.json").read_text())["groups"][0]
+    assert group["errored"] == 1 and f"{group['pass1_all']:.2f}" in said
+    assert "counts errored episodes (error, rejected, context overflow) as wrong over every episode" in said
 
 
 def refusing_policy(request):

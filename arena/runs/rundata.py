@@ -59,7 +59,11 @@ class RunData:
 
     @cached_property
     def summary(self) -> dict[str, Any]:
-        return summarize_scan(self.scan, self.judge)
+        """The run's metrics recomputed, with the protocol it followed (which decides how a table counts errored
+        episodes: `arena.runs.table.errors_counted_as_wrong`)."""
+        summary = summarize_scan(self.scan, self.judge)
+        protocol = (self.info.get("config") or {}).get("protocol")
+        return {**summary, "protocol": protocol} if protocol else summary
 
     @cached_property
     def chosen(self) -> dict[str, Verdict]:

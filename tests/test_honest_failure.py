@@ -148,6 +148,8 @@ def test_refused_fields_are_learned_once_for_the_agent_and_the_judge_whatever_th
     assert any("ran at the server's default temperature: the server refused 0.0" in w for w in summary["warnings"])
     assert "ran at the server's default temperature" in output
     assert not any(v.error for v in store.verdicts())
+    shown = " ".join(cli.invoke(app, ["summary", str(tmp_path / "logs" / "p")]).output.split())
+    assert "sends max_completion_tokens instead of max_tokens" in shown and "default temperature" in shown
 
 
 def test_a_prompt_count_stuck_at_ollamas_context_is_warned_about(tmp_path):
@@ -215,3 +217,20 @@ def test_an_outage_in_the_middle_of_a_run_is_waited_out_for_a_bounded_time_then_
     assert [e.finish_reason for e in episodes] == ["answered", "answered", "error"], "the rest was not burnt"
     assert "of 8 episode(s) have no record" in output
     print(f"\noutage: stopped after {took:.1f} s with an outage budget of 3 s; {len(episodes)} of 8 recorded")
+
+
+def test_a_judge_endpoint_that_cannot_be_reached_stops_the_run_naming_it(tmp_path):
+    """Nothing listens at the judge's URL: the first verdict fails after the judge's retries (~15 s) and the run
+    stops there instead of asking the judge about every other episode."""
+    data = write_tiny_dataset(tmp_path / "data", n_items=6)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"*": [{"answer": "not the answer"}]}))
+    judge_url = f"http://127.0.0.1:{closed_port()}/v1"
+    result = cli.invoke(app, ["run", "--data", str(data), "--agent", "scripted", "--script", str(script),
+                              "--setting", "no-tool", "--judge", "llm", "--judge-model", "j", "--judge-base-url",
+                              judge_url, "--concurrency", "1", "--out",
+                              str(tmp_path / "logs"), "--run-id", "j"])
+    output = " ".join(result.output.split())
+    assert result.exit_code == 1, output
+    assert f"the judge's endpoint {judge_url} cannot be reached (connection refused)" in output
+    assert len(RunStore(tmp_path / "logs" / "j").verdicts()) == 1, "stopped at the first verdict"

@@ -97,8 +97,9 @@ def test_plain_progress_lines_for_logs():
     for errored in (False, True, False, False):
         progress.episode(errored, correct=not errored)
     assert lines[0] == "progress: 4 episode(s) to run or judge of 6 in the grid (2 already done)"
-    assert lines[1:] == ["progress: 2/4 episodes, 1 errors, 1 correct, 0.18 episodes/s, elapsed 11s, ETA 0m11s",
-                         "progress: 4/4 episodes, 1 errors, 3 correct, 0.31 episodes/s, elapsed 13s, ETA 0m00s"]
+    assert lines[1:] == ["progress: 2/4 episodes, errors: 1 (error), 1 correct, 0.18 episodes/s, elapsed 11s, ETA 0m11s",
+                         "progress: 4/4 episodes, errors: 1 (error), 3 correct, 0.31 episodes/s, elapsed 13s, "
+                         "ETA 0m00s"]
 
 
 def test_a_redirected_run_prints_progress_lines(tiny_data, tmp_path, monkeypatch):
@@ -106,9 +107,9 @@ def test_a_redirected_run_prints_progress_lines(tiny_data, tmp_path, monkeypatch
     (tmp_path / "s.json").write_text(SCRIPT)
     result = runner.invoke(app, run_args(tiny_data, tmp_path / "logs"))
     assert result.exit_code == 0, result.output
-    assert "progress: 2/2 episodes, 0 errors, 1 correct" in result.output
+    assert "progress: 2/2 episodes, errors: 0, 1 correct" in result.output
     judged = runner.invoke(app, ["judge", str(tmp_path / "logs" / "r"), "--judge", "normalized", "--as", "again"])
-    assert judged.exit_code == 0 and "progress: 2/2 episodes, 0 errors, 1 correct" in judged.output
+    assert judged.exit_code == 0 and "progress: 2/2 episodes, errors: 0, 1 correct" in judged.output
 
 
 def openai_args(server, data: Path, out: Path, run_id: str, *extra: str) -> list[str]:

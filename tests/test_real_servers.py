@@ -401,6 +401,8 @@ def test_smolagents_max_context_tokens_leaves_out_the_oldest_images_first(tmp_pa
     (Rules(flavour="azure", max_images=3), "max_images", "Exceeded maximum number of images (3) allowed"),
     (Rules(flavour="anthropic", max_images=3), "max_images", "too many images and documents: 4 + 0 > 3"),
     (Rules(flavour="tgi", max_context=3000), "max_context_tokens", "`max_new_tokens` must be <= 3000. Given: "),
+    (Rules(flavour="vllm-v1", max_context=3000), "max_context_tokens",
+     "is longer than the maximum model length of 3000. Make sure that `max_model_len`"),
     (Rules(flavour="llamacpp", max_context=3000), "max_context_tokens",
      "exceeds the available context size (3000 tokens), try increasing it"),
     (Rules(flavour="llamacpp-old", max_context=3000), "max_context_tokens",

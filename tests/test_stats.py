@@ -106,7 +106,7 @@ def test_compare_two_runs_on_the_same_tasks(tmp_path):
     row = next(line for line in out.output.splitlines() if "no-tool · N=10" in line)
     cells = [c.strip() for c in row.split("│") if c.strip()]
     # A 2/4, B 3/4; B wins q2 and q4, loses q3, ties q1; discordant 1 vs 2 -> exact p = 2 * 4/8 = 1
-    assert cells[1:5] == ["4", "50.00", "75.00", "+25.00"] and cells[6:] == ["2/1/1", "1/2", "1"]
+    assert cells[1:5] == ["4", "50.00", "75.00", "+25.00"] and cells[6:] == ["2/1/1", "1/2", "1", "0/0"]
     report = runner.invoke(app, ["report", str(a), str(b), "--out", str(tmp_path / "report")])
     assert report.exit_code == 0 and "Paired comparison: A = a, B = b" in report.output
 

@@ -3,7 +3,9 @@
 `plan_elision` decides, for one request, which returned images and which old
 observation texts are replaced by a one-line placeholder; the task images, the
 question and the latest observation always stay. `learn_limit` reads a server's
-rejection and says which limit it revealed, so the agent can apply it and retry.
+rejection and says which limit it revealed, so the agent can apply it and retry;
+`learn_body_limit` reads a 413 (a proxy's or the server's body-size limit) as a
+request-size budget, which the agent meets by leaving out the oldest returned images.
 
 Wordings recognised (each server's own text, matched loosely on its numbers):
 - vLLM (0.6 to 0.11, `vllm/multimodal/processing.py`, `_validate_mm_counts` / the
@@ -16,6 +18,14 @@ Wordings recognised (each server's own text, matched loosely on its numbers):
 - vLLM before 0.10 and DeepSeek/OpenAI legacy: "This model's maximum context length is
   {N} tokens. However, you requested {T} tokens ({M} in the messages, {C} in the
   completion). Please reduce the length of the messages or completion.";
+- vLLM V1 engine (the default engine from vLLM 0.8; `vllm/v1/engine/processor.py`,
+  `Processor._validate_model_input`, as in 0.8-0.10): "The decoder prompt (length {M}) is
+  longer than the maximum model length of {N}. Make sure that `max_model_len` is no
+  smaller than the number of text tokens plus multimodal tokens. ..." (400
+  `BadRequestError`; "decoder" is the prompt type, "encoder" for encoder-decoder models);
+- vLLM 0.11+ (`serving_engine.py`, the completion-room check): "This model's maximum
+  context length is {N} tokens. However, you requested {C} output tokens and your prompt
+  contains at least {M} input tokens, for a total of at least {T} tokens. ...";
 - OpenAI API (error code `context_length_exceeded`): "This model's maximum context
   length is {N} tokens. However, your messages resulted in {M} tokens. Please reduce
   the length of the messages.";
@@ -73,6 +83,7 @@ _MAX_CONTEXT = [
     re.compile(r"`inputs` must have less than (\d+) tokens", re.I),  # TGI
     re.compile(r"exceeds the available context size \((\d+) tokens\)", re.I),  # llama.cpp
     re.compile(r"loaded with context length of only (\d+) tokens", re.I),  # LM Studio 0.3
+    re.compile(r"prompt \(length \d+\) is longer than the maximum model length of (\d+)", re.I),  # vLLM V1
 ]
 _INPUT_TOKENS = [
     re.compile(r"your request has (\d+) input tokens", re.I),
@@ -84,6 +95,8 @@ _INPUT_TOKENS = [
     re.compile(r"must have less than \d+ tokens\. Given: (\d+)", re.I),  # TGI
     re.compile(r"request \((\d+) tokens\) exceeds the available context size", re.I),  # llama.cpp
     re.compile(r"trying to keep the first (\d+) tokens", re.I),  # LM Studio 0.3
+    re.compile(r"prompt \(length (\d+)\) is longer than the maximum model length", re.I),  # vLLM V1
+    re.compile(r"your prompt contains at least (\d+) input tokens", re.I),  # vLLM 0.11+
 ]
 _CONTEXT_UNSTATED = re.compile(r"exceeds the available context size|context size has been exceeded", re.I)
 # When the server gives no input count, aim this far below its stated limit; when it states no
@@ -93,21 +106,46 @@ SAFETY, UNSTATED = 0.9, 0.75
 
 @dataclass
 class Limits:
-    """Image and context limits of one endpoint; context tokens in the agent's own estimate."""
+    """Image, context and request-size limits of one endpoint; context tokens in the agent's own estimate,
+    `max_request_bytes` in bytes of the JSON body (a proxy's or server's body limit, learned from a 413)."""
 
     max_images: int | None = None
     max_context_tokens: int | None = None
+    max_request_bytes: int | None = None
 
     def merged(self, other: "Limits") -> "Limits":
         """The tighter of two sets of limits."""
         def low(a: int | None, b: int | None) -> int | None:
             return b if a is None else a if b is None else min(a, b)
 
-        return Limits(low(self.max_images, other.max_images), low(self.max_context_tokens, other.max_context_tokens))
+        return Limits(low(self.max_images, other.max_images), low(self.max_context_tokens, other.max_context_tokens),
+                      low(self.max_request_bytes, other.max_request_bytes))
 
     def as_dict(self) -> dict[str, int]:
-        return {k: v for k, v in (("max_images", self.max_images),
-                                  ("max_context_tokens", self.max_context_tokens)) if v is not None}
+        return {k: v for k, v in (("max_images", self.max_images), ("max_context_tokens", self.max_context_tokens),
+                                  ("max_request_bytes", self.max_request_bytes)) if v is not None}
+
+
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(bytes|byte|b|kib|kb|k|mib|mb|m|gib|gb)\b", re.I)
+_UNITS = {"b": 1, "byte": 1, "bytes": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1 << 20, "mb": 1000 ** 2,
+          "mib": 1 << 20, "gb": 1000 ** 3, "gib": 1 << 30}
+BODY_SHARE = 0.5  # a 413 that names no size and follows no accepted request: aim at half the refused body
+
+
+def learn_body_limit(message: str, sent: int, largest_accepted: int = 0) -> int:
+    """The request-size budget (bytes) a 413 Payload Too Large reveals.
+
+    A size the server names ("... limit of 20 MB", "max 1048576 bytes") is taken at `SAFETY`; a proxy's page names
+    none (nginx's `client_max_body_size`: "413 Request Entity Too Large"), so the limit lies between the largest
+    body the endpoint accepted (`largest_accepted`) and the refused one (`sent`): the budget is the middle of that
+    interval (a further 413 halves it again), or `BODY_SHARE` of the refused body when none was accepted yet."""
+    named = [float(n) * _UNITS[unit.lower()] for n, unit in _SIZE.findall(message)]
+    named = [n for n in named if 0 < n < sent] if sent else named
+    if named:
+        return max(1, int(max(named) * SAFETY))
+    if 0 < largest_accepted < sent:
+        return (largest_accepted + sent) // 2
+    return max(1, int(sent * BODY_SHARE))
 
 
 def _first(patterns: list[re.Pattern], text: str) -> int | None:

@@ -49,15 +49,16 @@ import orjson
 from arena.core.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
 from arena.core.context_image import ContextImage
 from arena.endpoints import transcript
-from arena.endpoints.client import ChatResponse, Endpoint, EndpointConfig, EndpointError, RejectedError
+from arena.endpoints.client import (ChatResponse, Endpoint, EndpointConfig, EndpointError, RejectedError,
+                                    learned_params, restore_params)
 from arena.core.images import IMAGE_FACTOR, MIN_PIXELS, smart_resize
 from arena.core.protocol import parse_response
 from arena.core.tool import tools_prompt_block
 from arena.core.trajectory import InputSummary, Step
 from arena.core.untrusted import json_text_problem
 
-from .context_policy import (Elision, Limits, Observed, image_placeholder, learn_from_rejection, plan_elision,
-                             text_placeholder)
+from .context_policy import (Elision, Limits, Observed, image_placeholder, learn_body_limit, learn_from_rejection,
+                             plan_elision, text_placeholder)
 from .prompts import FINAL_ANSWER, FORMAT_INSTRUCTION, TOOL_RESPONSE, system_prompt
 
 DEFAULT_MAX_PIXELS = 1280 * 28 * 28
@@ -262,16 +263,62 @@ class OpenAIAgent(Agent):
         explicit = self.explicit_sampling()
         return {name: value for name, value in published.items() if name not in explicit}
 
+    async def _within_bytes(self, view: EpisodeView, limits: Limits, tools: list[dict[str, Any]] | None,
+                            messages: list[Any], summary: InputSummary) -> tuple[list[Any], InputSummary]:
+        """The transcript within `limits.max_request_bytes` (a body-size limit learned from a 413): the oldest
+        returned images left out (never the latest observation's) until the body fits, recorded on the step as image
+        elisions are. AgentError `context_overflow` when even that cannot fit it."""
+        budget = limits.max_request_bytes
+        if budget is None:
+            return messages, summary
+        size = sum(len(piece) for piece in transcript.body_pieces({"messages": messages, "tools": tools}))
+        if size <= budget:
+            return messages, summary
+        steps = [s for s in view.steps if not s.final_turn]
+        shown = [i for s in steps for i in (s.observation.image_indices if s.observation else [])]
+        latest = set(steps[-1].observation.image_indices) if steps and steps[-1].observation else set()
+        last_dropped = -1
+        for position, index in enumerate(shown):
+            if size <= budget or index in latest:
+                break
+            if index not in summary.elided_images:
+                size -= len(orjson.dumps(await self._image_part(view, index))) - len(image_placeholder(index)) - 40
+            last_dropped = position
+        if size > budget:
+            raise AgentError(f"{self.config.where()}: the request (about {size} bytes) exceeds the endpoint's body "
+                             f"limit (about {budget} bytes, learned from its 413) even without the earlier returned "
+                             "images", finish_reason="context_overflow")
+        keep = len(shown) - (last_dropped + 1)
+        within = Limits(view.n_task_images + keep, limits.max_context_tokens)
+        messages, trimmed = await self.transcript(view, limits.merged(within))
+        reasons = [r for r in (summary.elision_reason,) if r] + [f"about {budget} request bytes (the endpoint's "
+                                                               "body limit)"]
+        trimmed.elision_reason = " and ".join(reasons)
+        return messages, trimmed
+
     async def _request(self, view: EpisodeView, tools: list[dict[str, Any]] | None,
                        extra: list[dict[str, Any]] | None = None) -> tuple[ChatResponse, InputSummary]:
-        """Send the turn; a rejection that states an image or context limit is learned and the turn sent again."""
+        """Send the turn; a rejection that states an image or context limit, or a 413 (a body-size limit), is
+        learned and the turn sent again."""
         limits = self.limits.merged(self.learned)
         for _ in range(4):
             messages, summary = await self.transcript(view, limits)
+            messages, summary = await self._within_bytes(view, limits, tools, messages, summary)
             try:
                 return await self.endpoint.chat(messages + (extra or []), tools=tools,
                                                 **self.published_fields(view)), summary
             except RejectedError as exc:
+                if exc.status == 413:
+                    budget = learn_body_limit(exc.server_message, exc.sent_bytes or 0, self.endpoint.largest_accepted)
+                    tighter = self.learned.merged(Limits(max_request_bytes=budget))
+                    if not self.auto_limits or limits.merged(tighter) == limits:
+                        raise AgentError(f"{exc} (no trimming of returned images fits it)",
+                                         finish_reason="context_overflow") from None
+                    self.learned = tighter
+                    logger.warning("%s: the endpoint refused a %s-byte request (413); sending at most %s bytes, "
+                                   "the oldest returned images left out", self.config.where(), exc.sent_bytes, budget)
+                    limits = self.limits.merged(self.learned)
+                    continue
                 self.learned = learn_from_rejection(str(exc), exc.server_message, summary.token_estimate,
                                                     self.config.max_tokens or self.published_fields(view).get("max_tokens") or 0,
                                                     self.learned, limits,
@@ -347,10 +394,15 @@ class OpenAIAgent(Agent):
         return AgentTurn(action="tool_call", arguments=arguments, **common)
 
     def learned_limits(self) -> dict[str, Any]:
-        return self.learned.as_dict()
+        """The limits learned from the server, and the request fields it refused (`params`, `client.learned_params`)."""
+        params = learned_params().get(self.config.where())
+        return {**self.learned.as_dict(), **({"params": params} if params else {})}
 
     def apply_limits(self, limits: dict[str, Any]) -> None:
-        self.learned = self.learned.merged(Limits(limits.get("max_images"), limits.get("max_context_tokens")))
+        self.learned = self.learned.merged(Limits(limits.get("max_images"), limits.get("max_context_tokens"),
+                                                  limits.get("max_request_bytes")))
+        if limits.get("params"):
+            restore_params({self.config.where(): limits["params"]})
 
     def describe(self) -> dict[str, Any]:
         endpoint = self.config.model_dump(exclude={"extra_body"})

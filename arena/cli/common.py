@@ -22,6 +22,8 @@ from arena.judges.prompt_book import protocol_label
 from arena.review.rundata import RunData, load_run
 from arena.runs.config import RunConfig
 from arena.runs.plugins import load_plugins
+from arena.judges.metrics import ERRORED
+from arena.runs.outage import ErrorTally
 from arena.runs.runner import RunResult, execute
 from arena.runs.stops import FAILED
 from arena.store.migrate import protocol_of
@@ -96,6 +98,7 @@ class PlainProgress:
     def __init__(self, every: float, write=print, clock=time.monotonic):
         self.every, self.write, self.clock = every, write, clock
         self.todo = self.total = self.done = self.errors = self.correct = 0
+        self.tally = ErrorTally()
         self.started = self.last = 0.0
 
     def start(self, todo: int, total: int) -> None:
@@ -109,12 +112,14 @@ class PlainProgress:
         rate = self.done / elapsed
         left = self.todo - self.done
         eta = f"{int(left / rate // 60)}m{int(left / rate % 60):02d}s" if rate > 0 else "?"
-        return (f"progress: {self.done}/{self.todo} episodes, {self.errors} errors, {self.correct} correct, "
+        return (f"progress: {self.done}/{self.todo} episodes, {self.tally.line()}, {self.correct} correct, "
                 f"{rate:.2f} episodes/s, elapsed {int(elapsed)}s, ETA {eta}")
 
-    def episode(self, errored: bool, correct: bool) -> None:
+    def episode(self, errored: bool, correct: bool, error: str | None = None) -> None:
         self.done += 1
         self.errors += int(errored)
+        if errored:
+            self.tally.add(error)
         self.correct += int(correct)
         now = self.clock()
         if now - self.last >= self.every or self.done == self.todo:
@@ -137,9 +142,9 @@ def plain_hooks() -> dict[str, Any]:
         return {}
     plain = PlainProgress(progress_every(), write=lambda text: console.print(text, markup=False, highlight=False))
     return {"on_start": plain.start,
-            "progress": lambda episode, verdict: plain.episode(episode.finish_reason == "error",
+            "progress": lambda episode, verdict: plain.episode(episode.finish_reason in ERRORED,
                                                                bool(verdict and verdict.correct
-                                                                    and not verdict.error))}
+                                                                    and not verdict.error), episode.error)}
 
 
 def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path | None = None,
@@ -155,12 +160,13 @@ def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path 
                                                                                 highlight=False))
         return asyncio.run(execute(
             config, force=force, run_dir=run_dir, on_start=lambda todo, total: (say(), plain.start(todo, total)),
-            progress=lambda episode, verdict: plain.episode(episode.finish_reason == "error",
-                                                            bool(verdict and verdict.correct and not verdict.error))))
+            progress=lambda episode, verdict: plain.episode(episode.finish_reason in ERRORED,
+                                                            bool(verdict and verdict.correct and not verdict.error),
+                                                            episode.error)))
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
                   transient=False) as bar:
-        state = {"task": None, "correct": 0, "errors": 0}
+        state: dict[str, Any] = {"task": None, "correct": 0, "tally": ErrorTally()}
 
         def on_start(todo: int, total: int) -> None:
             say()
@@ -169,9 +175,10 @@ def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path 
 
         def on_episode(episode, verdict) -> None:
             state["correct"] += int(bool(verdict and verdict.correct))
-            state["errors"] += int(episode.finish_reason == "error")
+            if episode.finish_reason in ERRORED:
+                state["tally"].add(episode.error)
             bar.update(state["task"], advance=1,
-                       status=f"correct {state['correct']}  errors {state['errors']}")
+                       status=escape(f"correct {state['correct']}  {state['tally'].line()}"))
 
         return asyncio.run(execute(config, progress=on_episode, on_start=on_start, force=force, run_dir=run_dir))
 
@@ -201,10 +208,27 @@ def print_result(result: RunResult) -> None:
     console.print(f"run directory: {result.run_dir}")
 
 
-def run_problems(result: RunResult) -> list[str]:
+def errored_problem(summary: dict[str, Any], run_dir: Any, max_error_share: float = 0.0) -> str | None:
+    """Why a run must exit non-zero for its errored episodes (finish reason error, rejected or context overflow:
+    not played to the end, left out of Pass@1): more of them than `max_error_share` of its episodes. None else."""
+    finished: Counter = Counter()
+    for group in summary.get("groups", []):
+        finished.update(group.get("finish_reasons", {}))
+    total = sum(finished.values())
+    errored = sum(n for reason, n in finished.items() if reason in ERRORED)
+    if not errored or errored <= max_error_share * total:
+        return None
+    how = ", ".join(f"{finished[r]} {r.replace('_', ' ')}" for r in ERRORED if finished.get(r))
+    again = "`arena resume " + str(run_dir) + "`" + (" --retry-errors" if errored > finished.get("error", 0) else "")
+    allowed = f" (more than --max-error-share {max_error_share:g})" if max_error_share else ""
+    return (f"{errored} of {total} episode(s) ended in an error ({how}){allowed}: they are left out of Pass@1, "
+            f"counted apart; {again} plays them again")
+
+
+def run_problems(result: RunResult, max_error_share: float = 0.0) -> list[str]:
     """Why a finished `arena run` must exit non-zero: it stopped before its whole grid was
-    recorded, every episode ended with an error, or a record could not be written. Empty when
-    the run is complete (episodes a model answered wrongly are not problems)."""
+    recorded, episodes ended in an error (more than `max_error_share` of them), or a record could not be
+    written. Empty when the run is complete (episodes a model answered wrongly are not problems)."""
     problems = []
     if result.stopped or result.unrecorded:
         missing = f"{result.unrecorded} of {result.grid} episode(s) have no record"
@@ -219,6 +243,8 @@ def run_problems(result: RunResult) -> list[str]:
         error = store.read_episode(next(iter(store.index(persist=False).latest().values()))).error
         first = error.splitlines()[0][:200] if error else ""
         problems.append(f"every episode ({failed}) failed (error, rejected or context overflow), e.g. {first}")
+    elif (errored := errored_problem(result.summary, result.run_dir, max_error_share)) is not None:
+        problems.append(errored)
     if result.unwritten:
         problems.append(f"{len(result.unwritten)} record(s) could not be written, first: {result.unwritten[0]}")
     return problems
@@ -233,12 +259,12 @@ def cost_lines(summary: dict[str, Any]) -> list[str]:
     return ["cost: " + ", ".join(p for p in parts if p)]
 
 
-def finish_run(result: RunResult, lines: Sequence[str] = ()) -> None:
+def finish_run(result: RunResult, lines: Sequence[str] = (), max_error_share: float = 0.0) -> None:
     """Print the result and `lines`; then one line per problem, and exit with status 1 when there are any."""
     print_result(result)
     for line in [*cost_lines(result.summary), *lines]:
         console.print(line, highlight=False)
-    problems = run_problems(result)
+    problems = run_problems(result, max_error_share)
     for problem in problems:
         console.print(f"[red]run incomplete:[/red] {problem}", highlight=False)
     if problems:

@@ -15,7 +15,7 @@ from arena.review.replay import check_episode, show_episode
 from arena.review.report import build_report
 from arena.review.serve import serve_viewer
 from arena.review.analysis import export_episodes
-from arena.review.compare import COLUMNS, compare_runs
+from arena.review.compare import COLUMNS, compare_runs, errored_note
 from arena.review.table import fmt as fmt_value
 from arena.review.table import judge_warnings
 from arena.review.viewer import write_viewer
@@ -69,6 +69,8 @@ def compare(run_a: Path = typer.Argument(..., help="Run A (the baseline)."),
     for c in pairs:
         table.add_row(*c.row())
     console.print(table)
+    if (note := errored_note(pairs)) is not None:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
 
 
 @app.command(rich_help_panel="Look at runs")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from arena.core.agent import AGENTS
@@ -30,8 +31,8 @@ from arena.store.store import RunStore
 from arena.runs.names import did_you_mean
 from arena.runs.validate import check_tool_options
 
-from .common import (config_file_callback, console, execute_with_progress, fail, finish_run, parse_kv, plain_hooks,
-                     print_summary, run_protocol, split_values)
+from .common import (config_file_callback, console, errored_problem, execute_with_progress, fail, finish_run, parse_kv,
+                     plain_hooks, print_summary, run_protocol, split_values)
 
 app = typer.Typer()
 
@@ -271,6 +272,9 @@ def run_grid(
                                         "tokens (default: the table of known models).", rich_help_panel=P_LIMITS),
     max_cost: Optional[float] = typer.Option(None, min=0.0, help="Stop the run once its recorded cost reaches this "
                                              "many dollars.", rich_help_panel=P_LIMITS),
+    max_error_share: float = typer.Option(0.0, min=0.0, max=1.0, help="Share of episodes (0-1) that may end in an "
+                                          "error (error, rejected, context overflow: left out of Pass@1) before "
+                                          "the command exits 1; default 0: any.", rich_help_panel=P_LIMITS),
 ) -> None:
     """Run (or resume) an evaluation grid in one run directory: tasks x settings x budgets x repeats x
     agents/models (`arena sweep` is the same command)."""
@@ -326,7 +330,7 @@ def run_grid(
     calls = result.summary.get("model_calls", {})
     lines = [f"prefix sharing: {calls.get('made')} model calls made, {calls.get('saved')} saved "
              f"(separate runs: {calls.get('separate_runs')})"] if result.summary.get("prefix_sharing") else []
-    finish_run(result, lines)
+    finish_run(result, lines, max_error_share=max_error_share)
 
 
 @app.command(rich_help_panel="Run")
@@ -336,7 +340,9 @@ def resume(run_dir: Path = typer.Argument(..., help="Run directory."),
            ray_address: Optional[str] = typer.Option(None, help="Ray cluster address (default: as recorded)."),
            workers: Optional[int] = typer.Option(None, min=1, help="Worker processes (default: as recorded)."),
            force: bool = typer.Option(False, help="Continue even if the recorded configuration does not match."),
-           retry_errors: bool = typer.Option(False, help="Also play again episodes the server rejected.")
+           retry_errors: bool = typer.Option(False, help="Also play again episodes the server rejected."),
+           max_error_share: float = typer.Option(0.0, min=0.0, max=1.0, help="Share of episodes (0-1) that may end "
+                                                 "in an error before the command exits 1; default 0: any.")
            ) -> None:
     """Finish a run in place: skip finished episodes, retry errored ones, judge what lacks a verdict.
 
@@ -367,7 +373,7 @@ def resume(run_dir: Path = typer.Argument(..., help="Run directory."),
                                        announce=protocol_line(config, "as recorded"))
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
-    finish_run(result)
+    finish_run(result, max_error_share=max_error_share)
 
 
 def protocol_line(config: RunConfig, given: str = "as given") -> str:
@@ -412,8 +418,11 @@ def judge_run(
     judge_option: list[str] = typer.Option([], help="Extra judge option key=value."),
     redo: bool = typer.Option(False, help="Score again episodes that already have this judge's verdict."),
     concurrency: int = typer.Option(8, min=1, help="Judge calls in flight."),
+    max_error_share: float = typer.Option(0.0, min=0.0, max=1.0, help="Share of episodes (0-1) that may have ended "
+                                          "in an error (not judged) before the command exits 1; default 0: any."),
 ) -> None:
-    """Score a run again without re-running it; verdicts of every judge are kept side by side."""
+    """Score a run again without re-running it; verdicts of every judge are kept side by side. Episodes that
+    ended in an error are not judged (the command exits 1 while there are any; `arena resume` plays them)."""
     names = split_values(judge)
     if label and len(names) > 1:
         fail("--as names one judge; give a single --judge with it")
@@ -433,6 +442,10 @@ def judge_run(
         print_summary(result.summary, f"{run_dir.name} (judge: {result.judge}, asked) · protocol: {protocol}")
     if result is not None and result.agreements:
         console.print(agreement_rich(result.agreements, run_protocol(RunStore(run_dir).info())))
+    problem = errored_problem(result.summary, run_dir, max_error_share) if result is not None else None
+    if problem:
+        console.print(f"[red]run incomplete:[/red] {escape(problem)}", highlight=False)
+        raise typer.Exit(1)
 
 
 @app.command(rich_help_panel="Run")

@@ -2,7 +2,18 @@
 orjson (pre-serialised parts such as images go in as `orjson.Fragment`s) and posted through a keep-alive
 connection pool (`arena.endpoints.http`). Errors (docs/endpoints.md): `TransientEndpointError` (connection, timeout, 408,
 409, 429, 5xx, a 200 that is not a completion) is retried with backoff or after `retry-after(-ms)`;
-`RejectedError` (other 4xx, 429 `insufficient_quota`) never is."""
+`RejectedError` (other 4xx, 429 `insufficient_quota`) never is.
+
+An endpoint that cannot be reached (`UnreachableEndpointError`: connection refused, unknown host, TLS failure,
+connect timeout) is tried `max_retries` more times when it never answered this process (a wrong URL: ~15 s with
+the default backoff), and for up to `outage_seconds` (default $ARENA_OUTAGE_SECONDS or 180) when it did (an outage
+in the middle of a run); its message says `endpoint unreachable (<why>) at <url>` (`unreachable_reason` reads it
+back).
+
+A 400 that names a request field the server does not take (`ParamRefusal`: OpenAI's `unsupported_parameter` /
+`unsupported_value`, Gemini's `Unknown name "..."`, vLLM's pydantic `extra_forbidden`) is learned once per
+endpoint (`LEARNED_PARAMS`): the field is renamed where the server names its replacement (`max_tokens` ->
+`max_completion_tokens`), else left out (the server's default); the request is sent again once, never in a loop."""
 
 from __future__ import annotations
 
@@ -11,6 +22,7 @@ import contextlib
 import email.utils
 import functools
 import json
+import logging
 import os
 import random
 import re
@@ -30,6 +42,7 @@ from .http import HTTPPool, HTTPResponse, HTTPTransportError
 from .redact import redact_text, redact_url
 from arena.core.trajectory import Usage
 
+logger = logging.getLogger(__name__)
 MAX_RETRY_AFTER = 120.0  # seconds
 # OpenAI reasoning models take `max_completion_tokens` and no `temperature` (OpenAI API reference,
 # Chat Completions: max_tokens "is not compatible with o-series models"; the reasoning models guide).
@@ -40,10 +53,12 @@ class EndpointError(RuntimeError):
     """A failed request; `server_message` is the server's own message whatever its body's shape."""
 
     def __init__(self, message: str, *, status: int | None = None, server_message: str = "",
-                 code: str | None = None, retry_after: float | None = None, body: bytes | None = None):
+                 code: str | None = None, retry_after: float | None = None, body: bytes | None = None,
+                 sent_bytes: int | None = None):
         super().__init__(message)
         self.status, self.server_message, self.code, self.retry_after = status, server_message, code, retry_after
         self.body = body  # the server's response body, when it answered
+        self.sent_bytes = sent_bytes  # the size of the request body it answered
 
 
 class TransientEndpointError(EndpointError):
@@ -52,6 +67,118 @@ class TransientEndpointError(EndpointError):
 
 class RejectedError(EndpointError):
     """The server refused the request itself (4xx, quota): sending it again cannot help."""
+
+
+class UnreachableEndpointError(TransientEndpointError):
+    """No connection could be made to the endpoint (refused, unknown host, TLS failure, connect timeout)."""
+
+
+_UNREACHABLE = re.compile(r"endpoint unreachable \(([^)]+)\) at (\S+?):? ")
+
+
+def unreachable_reason(error: str | None) -> tuple[str, str] | None:
+    """(why, url) of an error message written by `Endpoint.chat` for an endpoint that could not be reached (e.g. an
+    episode's or a verdict's error), else None."""
+    match = _UNREACHABLE.search(error or "")
+    return (match.group(1), match.group(2)) if match else None
+
+
+DEFAULT_OUTAGE_SECONDS = 180.0
+
+
+def outage_seconds() -> float:
+    """How long an endpoint that answered before is tried again once it cannot be reached: $ARENA_OUTAGE_SECONDS,
+    default 180."""
+    try:
+        return max(0.0, float(os.environ.get("ARENA_OUTAGE_SECONDS", DEFAULT_OUTAGE_SECONDS)))
+    except ValueError:
+        return DEFAULT_OUTAGE_SECONDS
+
+
+@dataclass(frozen=True)
+class ParamRefusal:
+    """A request field the server refused: `field`, the field it names instead (`rename`, else the field is left
+    out), the value sent, and what it said (first 300 characters)."""
+
+    field: str
+    rename: str | None
+    value: Any
+    said: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rename": self.rename, "value": self.value, "said": self.said}
+
+    def describe(self, who: str) -> str:
+        """One line for the summary: what the arena now sends, and why."""
+        if self.rename:
+            return f"{who} sends {self.rename} instead of {self.field}: the server refused {self.field} ({self.said})"
+        if self.field == "temperature":
+            return (f"{who} ran at the server's default temperature: the server refused {self.value!r} "
+                    f"({self.said})")
+        return f"{who} leaves {self.field} out (the server's default): the server refused it ({self.said})"
+
+
+_PARAM_PATTERNS = [
+    re.compile(r"Unsupported (?:parameter|value): '([A-Za-z_][\w.]*)'"),  # OpenAI reasoning models
+    re.compile(r'Unknown name "([A-Za-z_]\w*)"'),  # Gemini (OpenAI compatibility), INVALID_ARGUMENT
+    re.compile(r"'extra_forbidden', 'loc': \('body', '([A-Za-z_]\w*)'\)"),  # vLLM / pydantic, repr form
+    re.compile(r'"extra_forbidden", *"loc": *\["body", *"([A-Za-z_]\w*)"\]'),  # the same, JSON form
+]
+_REPLACEMENT = re.compile(r"Use '([A-Za-z_]\w*)' instead")
+_PARAM_CODES = ("unsupported_parameter", "unsupported_value")
+
+
+def param_refusal(exc: "EndpointError", params: dict[str, Any]) -> ParamRefusal | None:
+    """The request field a 400 refuses, when the server names one that the request (`params`) holds, else None.
+    Never the model or the messages: those are the request itself."""
+    if exc.status != 400:
+        return None
+    said = exc.server_message
+    name = None
+    body = {}
+    if exc.body:
+        try:
+            body = orjson.loads(exc.body)
+        except orjson.JSONDecodeError:
+            body = {}
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and error.get("code") in _PARAM_CODES and isinstance(error.get("param"), str):
+        name = error["param"]  # OpenAI's body names the field
+    for pattern in _PARAM_PATTERNS:
+        if name is not None:
+            break
+        match = pattern.search(said)
+        name = match.group(1) if match else None
+    if name is None or name in ("model", "messages") or name not in params:
+        return None
+    replacement = _REPLACEMENT.search(said)
+    rename = replacement.group(1) if replacement and replacement.group(1) != name else None
+    return ParamRefusal(name, rename, params[name], said[:300])
+
+
+LEARNED_PARAMS: dict[str, dict[str, ParamRefusal]] = {}
+"""Fields each endpoint (`EndpointConfig.where()`) refused in this process, by field name: every Endpoint of that
+endpoint (agents' and judges') applies them. `learned_params` / `restore_params` carry them to and from run.json."""
+
+
+def learned_params() -> dict[str, dict[str, dict[str, Any]]]:
+    """`LEARNED_PARAMS` as plain data (for run.json and summary.json)."""
+    return {where: {name: refusal.as_dict() for name, refusal in fields.items()}
+            for where, fields in sorted(LEARNED_PARAMS.items()) if fields}
+
+
+def restore_params(recorded: dict[str, dict[str, dict[str, Any]]] | None) -> None:
+    """Apply fields refused in an earlier run (run.json's `learned_params`) from the first request on."""
+    for where, fields in (recorded or {}).items():
+        for name, item in (fields or {}).items():
+            LEARNED_PARAMS.setdefault(where, {}).setdefault(
+                name, ParamRefusal(name, item.get("rename"), item.get("value"), str(item.get("said") or "")))
+
+
+def param_lines(recorded: dict[str, dict[str, dict[str, Any]]] | None) -> list[str]:
+    """One line per field an endpoint refused (`learned_params` of a summary), for the terminal."""
+    return [ParamRefusal(name, item.get("rename"), item.get("value"), str(item.get("said") or "")).describe(where)
+            for where, fields in sorted((recorded or {}).items()) for name, item in sorted((fields or {}).items())]
 
 
 def is_refusal(status: int, said: str) -> bool:
@@ -90,6 +217,7 @@ class EndpointConfig(BaseModel):
     reasoning_effort: str | None = None
     parallel_tool_calls: bool | None = None
     max_parallel: int | None = Field(None, ge=1)
+    outage_seconds: float | None = Field(None, ge=0)  # None: $ARENA_OUTAGE_SECONDS, default 180
     pool_size: int = Field(64, ge=1)
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
@@ -122,6 +250,9 @@ def server_message(body: bytes, limit: int = 1000) -> tuple[str, str | None]:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
         data = body.decode("utf-8", "replace").strip() or "(empty body)"
+        title = _HTML_TITLE.search(data)
+        if title:  # an HTML error page (a proxy's, e.g. nginx's 413): its title says it
+            data = " ".join(title.group(1).split()) + " (an HTML page: a proxy's or the server's own)"
     messages, code = [], None
     for item in data if isinstance(data, list) else [data]:
         error = item.get("error", item) if isinstance(item, dict) else item
@@ -133,6 +264,9 @@ def server_message(body: bytes, limit: int = 1000) -> tuple[str, str | None]:
             messages.append(str(error))
     text = "; ".join(messages)
     return text[:limit] + ("..." if len(text) > limit else ""), code
+
+
+_HTML_TITLE = re.compile(r"<title>(.*?)</title>", re.I | re.S)
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
@@ -169,6 +303,8 @@ class Endpoint:
         self._url = urllib.parse.urlunsplit(url._replace(path=url.path.rstrip("/") + "/chat/completions"))
         self._pool: HTTPPool | None = None
         self._slots = asyncio.Semaphore(config.max_parallel) if config.max_parallel else None
+        self.answered = False  # the server answered a request of this endpoint (any status)
+        self.largest_accepted = 0  # bytes of the largest request body the server answered with a completion
 
     def body(self, messages: list[Any], tools: list[dict[str, Any]] | None = None, **overrides: Any) -> bytes:
         """The JSON request body (`params` serialised)."""
@@ -188,7 +324,13 @@ class Endpoint:
         if reasoning_model:
             overrides.pop("temperature", None)
         params.update(overrides)
-        return {k: v for k, v in params.items() if v is not None}
+        params = {k: v for k, v in params.items() if v is not None}
+        for name, refusal in LEARNED_PARAMS.get(cfg.where(), {}).items():
+            if name in params:
+                value = params.pop(name)
+                if refusal.rename and refusal.rename not in params:
+                    params[refusal.rename] = value
+        return params
 
     async def chat(self, messages: list[Any], tools: list[dict[str, Any]] | None = None,
                    **overrides: Any) -> ChatResponse:
@@ -198,25 +340,50 @@ class Endpoint:
         params = self.params(messages, tools, **overrides)
         body = transcript.body_pieces(params)
         attempts = 0
+        unreachable_since: float | None = None
         try:
             while True:
                 attempts += 1
                 try:
                     async with self._slots or contextlib.nullcontext():
                         reply, data = await self._post(body)
+                except UnreachableEndpointError as exc:
+                    now = time.monotonic()
+                    unreachable_since = unreachable_since if unreachable_since is not None else now
+                    budget = cfg.outage_seconds if cfg.outage_seconds is not None else outage_seconds()
+                    if (attempts > cfg.max_retries) if not self.answered else (now - unreachable_since >= budget):
+                        raise
+                    await asyncio.sleep(min(self.backoff(attempts), max(budget - (now - unreachable_since), 0.0))
+                                        if self.answered else self.backoff(attempts))
+                    continue
                 except TransientEndpointError as exc:
                     if attempts > cfg.max_retries:
                         raise
                     await asyncio.sleep(exc.retry_after if exc.retry_after is not None else self.backoff(attempts))
                     continue
+                except RejectedError as exc:
+                    refusal = param_refusal(exc, params)
+                    known = LEARNED_PARAMS.setdefault(cfg.where(), {})
+                    if refusal is None or refusal.field in known:
+                        raise  # nothing to learn, or learned already and still refused: never a loop
+                    known[refusal.field] = refusal
+                    logger.warning("%s", redact_text(refusal.describe(cfg.where())))
+                    if exc.body is not None:  # the refused call is part of the transcript
+                        transcript.record_params(params, transcript.error_body(exc.body),
+                                                 {"status": exc.status, "error": redact_text(str(exc))})
+                    params = self.params(messages, tools, **overrides)
+                    body = transcript.body_pieces(params)
+                    continue
                 transcript.record_params(params, data)
+                self.largest_accepted = max(self.largest_accepted, sum(len(piece) for piece in body))
                 return reply
         except EndpointError as exc:
             if exc.body is not None:  # the server answered: the failed call is part of the transcript
                 transcript.record_params(params, transcript.error_body(exc.body),
                                          {"status": exc.status, "error": redact_text(str(exc))})
             raise type(exc)(redact_text(f"{cfg.where()}: {exc} (after {attempts} attempt{'s' * (attempts != 1)})"),
-                            status=exc.status, server_message=exc.server_message, code=exc.code) from None
+                            status=exc.status, server_message=exc.server_message, code=exc.code,
+                            sent_bytes=sum(len(piece) for piece in body)) from None
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number `attempt` (from 1) when the server named no wait:
@@ -239,7 +406,11 @@ class Endpoint:
         try:
             response = await self._pool.post(body)
         except HTTPTransportError as exc:  # timeouts included
+            if exc.unreachable:
+                raise UnreachableEndpointError(f"endpoint unreachable ({exc.unreachable}) at "
+                                               f"{redact_url(self.config.base_url.rstrip('/'))}: {exc}")
             raise TransientEndpointError(f"connection failed or timed out (timeout {self.config.timeout:g} s): {exc}")
+        self.answered = True
         try:
             return self._answer(response)
         except EndpointError as exc:

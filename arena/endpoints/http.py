@@ -17,8 +17,9 @@ Contract of `HTTPPool.post(body)`:
   keep-alive race: servers close idle connections, e.g. uvicorn after 5 s);
 - `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY`/`NO_PROXY` are honoured for http(s) proxies (as httpx does): plain http in
   absolute form, https through a `CONNECT` tunnel; the proxy URL's user:password goes as `Proxy-Authorization`;
-- every failure to get a response is an `HTTPTransportError` naming what failed; a response of any status is
-  returned, not raised.
+- every failure to get a response is an `HTTPTransportError` naming what failed (`unreachable` says why when no
+  connection could be made: refused, unknown host, TLS, connect timeout); a response of any status is returned,
+  not raised.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import socket
 import ssl
 import urllib.parse
 import urllib.request
@@ -35,11 +37,26 @@ from dataclasses import dataclass
 
 class HTTPTransportError(OSError):
     """No response: the connection failed, timed out, or the server broke the protocol. `unanswered`: the server
-    closed the connection before sending a byte of its response."""
+    closed the connection before sending a byte of its response. `unreachable`: no connection could be made, and
+    why (`connection refused`, `unknown host`, `TLS failure`, `connect timeout`, `connection failed`)."""
 
-    def __init__(self, message: str, unanswered: bool = False):
+    def __init__(self, message: str, unanswered: bool = False, unreachable: str | None = None):
         super().__init__(message)
         self.unanswered = unanswered
+        self.unreachable = unreachable
+
+
+def unreachable_kind(exc: BaseException) -> str:
+    """Why a connection could not be made, in a few words (see `HTTPTransportError.unreachable`)."""
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, socket.gaierror):
+        return "unknown host"
+    if isinstance(exc, ssl.SSLError):
+        return "TLS failure"
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return "connect timeout"
+    return "connection failed"
 
 
 @dataclass
@@ -449,10 +466,12 @@ class HTTPPool:
             _, connection = await asyncio.wait_for(loop.create_connection(
                 lambda: _Connection(loop, self.timeout), host, port, ssl=tls,
                 server_hostname=host if tls else None), self.timeout)
-        except asyncio.TimeoutError:
-            raise HTTPTransportError(f"ConnectTimeout: connecting to {where} took more than {self.timeout:g} s")
+        except asyncio.TimeoutError as exc:
+            raise HTTPTransportError(f"ConnectTimeout: connecting to {where} took more than {self.timeout:g} s",
+                                     unreachable=unreachable_kind(exc)) from None
         except (OSError, ssl.SSLError) as exc:
-            raise HTTPTransportError(f"ConnectError: connecting to {where}: {exc}") from None
+            raise HTTPTransportError(f"ConnectError: connecting to {where}: {exc}",
+                                     unreachable=unreachable_kind(exc)) from None
         if self.proxy and origin.scheme == "https":
             await self._tunnel(loop, connection, where)
         return connection
@@ -473,7 +492,8 @@ class HTTPPool:
         except (OSError, ssl.SSLError) as exc:
             connection.close()
             raise exc if isinstance(exc, HTTPTransportError) else \
-                HTTPTransportError(f"ConnectError: TLS to {self.origin.host} through {where}: {exc}") from None
+                HTTPTransportError(f"ConnectError: TLS to {self.origin.host} through {where}: {exc}",
+                                   unreachable=unreachable_kind(exc)) from None
         connection.connection_made(transport)  # the TLS transport inside the tunnel, set up as a new one
 
     def _proxy_auth(self) -> str:

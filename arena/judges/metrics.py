@@ -1,7 +1,10 @@
 """Metrics of a run, computed only from its episodes and verdicts (so anyone can recompute them).
 
-Groups are (agent, setting, max_rounds). Per group: Pass@1 as the mean score
-(an episode that errored or has no verdict scores 0 and is counted), its standard
+Groups are (agent, setting, max_rounds). Per group: Pass@1 as the mean score over the
+episodes played to the end (an episode with no verdict, or whose judge failed, scores 0
+and is counted; an episode that ended in an error of the infrastructure, `ERRORED`, is
+left out and counted apart: `errored`, `played`; `pass1_all` counts them as wrong over
+every episode, as `--protocol original` does), its standard
 deviation over repeats, per level and category, average tool calls (and per
 tool), average rounds, tool utilisation = average tool calls / maximum allowed
 calls, correct answers split by evidence verdict (supported / unsupported / unknown, when
@@ -35,6 +38,12 @@ def suite_metrics(suite: str) -> SuiteMetrics | None:
     its tasks (`Suite.metrics`); None when the suite declares none or is not installed."""
     declared = suite_named(suite)
     return declared.metrics if declared is not None else None
+
+
+ERRORED = ("error", "rejected", "context_overflow")
+"""Finish reasons of an episode that was not played to the end: the endpoint failed (error), refused the request
+(rejected) or could not take the transcript even trimmed (context_overflow). Not sent to a judge; left out of
+Pass@1 and the figures drawn from scores, counted beside them."""
 
 
 def score_of(verdict: Verdict | None) -> float:
@@ -161,11 +170,12 @@ def tool_use(c: Columns) -> dict[str, Any]:
 
 
 def outcomes(c: Columns) -> dict[str, Any]:
-    """Finish reasons, invalid and ignored calls, errored episodes, unjudged episodes and judge errors."""
+    """Finish reasons, invalid and ignored calls, episodes that ended in `error`, unjudged episodes (of those played
+    to the end: an errored one is never judged) and judge errors."""
     return {"finish_reasons": dict(sorted(Counter(c["finish"]).items())),
             "invalid_calls": sum(c["invalid"]), "ignored_calls": sum(c["ignored"]),
             "errors": c["finish"].count("error"),
-            "unjudged": c["judged"].count(False),
+            "unjudged": sum(1 for judged, finish in zip(c["judged"], c["finish"]) if not judged and finish not in ERRORED),
             "judge_errors": sum(1 for e in c["judge_error"] if e is not None)}
 
 
@@ -225,11 +235,33 @@ GROUP_METRICS: tuple[Callable[[Columns], dict[str, Any]], ...] = (
 """Every figure of a group, each computed in one place from the group's columns (`COLUMNS`)."""
 
 
+SCORE_METRICS = (pass_at_1, confidence, support_counts, breakdowns, repeat_metrics)
+"""The figures drawn from scores: computed over the episodes played to the end (`ERRORED` ones left out)."""
+
+
+def played_rows(c: Columns) -> Columns:
+    """The columns of the episodes played to the end (finish reason not in `ERRORED`)."""
+    keep = [i for i, finish in enumerate(c["finish"]) if finish not in ERRORED]
+    if len(keep) == len(c["finish"]):
+        return c
+    return {name: [values[i] for i in keep] for name, values in c.items()}
+
+
+def errored_counts(c: Columns) -> dict[str, Any]:
+    """Episodes that ended in an error of the infrastructure (`errored`), those played to the end (`played`), and
+    Pass@1 counting the errored ones as wrong over every episode (`pass1_all`: the published scripts' count)."""
+    errored = sum(1 for finish in c["finish"] if finish in ERRORED)
+    return {"errored": errored, "played": len(c["finish"]) - errored, "pass1_all": _pct(_mean(c["score"]))}
+
+
 def group_metrics(c: Columns) -> dict[str, Any]:
-    """Every figure of one group of episodes: the union of `GROUP_METRICS`."""
+    """Every figure of one group of episodes: the union of `GROUP_METRICS`, the score figures over the episodes
+    played to the end (`played_rows`), and `errored_counts`."""
+    played = played_rows(c)
     out: dict[str, Any] = {}
     for metric in GROUP_METRICS:
-        out.update(metric(c))
+        out.update(metric(played if metric in SCORE_METRICS else c))
+    out.update(errored_counts(c))
     return out
 
 

@@ -11,6 +11,10 @@ their names. Within a pair of groups, a task counts when both runs have it. Per 
   (`arena.judges.stats.mcnemar_exact`): b = only A correct, c = only B correct.
 
 Each run's verdicts are those of its own judge unless a judge is asked for (then both use it).
+
+Episodes that ended in an error (`arena.judges.metrics.ERRORED`: not played to the end) are left out of both sides:
+the comparison is over what both runs played to the end, and each row says how many episodes of A and of B were
+left out (`errored A/B`), so that no difference or test is printed over an errored side without saying so.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from arena.judges.metrics import ERRORED
 from arena.judges.stats import mcnemar_exact, paired_bootstrap_ci
 
 from .rundata import RunData
@@ -40,31 +45,49 @@ class Comparison:
     only_a: int
     only_b: int
     p_value: float
+    errored_a: int = 0
+    errored_b: int = 0
 
     def row(self) -> list[str]:
         ci = "–" if self.ci is None else f"[{self.ci[0]:+.2f}, {self.ci[1]:+.2f}]"
         return [self.group_a if self.group_a == self.group_b else f"{self.group_a} vs {self.group_b}",
                 str(self.tasks), f"{self.pass1_a:.2f}", f"{self.pass1_b:.2f}", f"{self.difference:+.2f}", ci,
-                f"{self.won}/{self.lost}/{self.tied}", f"{self.only_a}/{self.only_b}", f"{self.p_value:.4g}"]
+                f"{self.won}/{self.lost}/{self.tied}", f"{self.only_a}/{self.only_b}", f"{self.p_value:.4g}",
+                f"{self.errored_a}/{self.errored_b}" + (" (left out)" if self.errored_a or self.errored_b else "")]
 
 
 COLUMNS = ["group (setting · N)", "tasks", "Pass@1 A", "Pass@1 B", "B − A", "95% CI", "B won/lost/tied",
-           "only A / only B correct", "McNemar p"]
+           "only A / only B correct", "McNemar p", "errored A/B"]
+
+
+def errored_note(pairs: list[Comparison]) -> str | None:
+    """One line under the table when either side had errored episodes: they are left out of every figure."""
+    a, b = sum(c.errored_a for c in pairs), sum(c.errored_b for c in pairs)
+    if not a and not b:
+        return None
+    return (f"{a} episode(s) of A and {b} of B ended in an error (not played to the end): left out of both sides; "
+            "every figure above is over the episodes both runs played to the end (`arena resume` plays them again)")
 
 
 Outcome = tuple[float, bool]
 """An episode's counted score (0 unjudged or on a judge error) and whether it is correct."""
 
 
-def _groups(run: RunData) -> dict[tuple[str, int], dict[str, dict[int, Outcome]]]:
+def _groups(run: RunData, errored: dict[tuple[str, int], set[tuple[str, int]]] | None = None
+            ) -> dict[tuple[str, int], dict[str, dict[int, Outcome]]]:
     """(setting, N) -> task id -> repeat -> outcome, from the run's columns (`arena.store.scan`; no trajectory is
-    parsed); several agents in one group are kept apart by their agent name in the setting label."""
+    parsed); several agents in one group are kept apart by their agent name in the setting label. Errored episodes
+    are left out, their (task, repeat) put in `errored` by group."""
     out: dict[tuple[str, int], dict[str, dict[int, Outcome]]] = defaultdict(lambda: defaultdict(dict))
     c = run.scan.cols
     chosen = run.scan.chosen(run.judge)
     several = len(set(c["agent"])) > 1
     for r in range(len(run.scan)):
         setting = f"{c['agent'][r]} · {c['setting'][r]}" if several else c["setting"][r]
+        if c["finish"][r] in ERRORED:
+            if errored is not None:
+                errored.setdefault((setting, c["max_rounds"][r]), set()).add((c["task_id"][r], c["repeat"][r]))
+            continue
         v = chosen.get(r)
         outcome = (0.0, False) if v is None or v[2] is not None else (v[0], v[1])
         out[(setting, c["max_rounds"][r])][c["task_id"][r]][c["repeat"][r]] = outcome
@@ -97,7 +120,9 @@ def compare_groups(a: dict[str, dict[int, Outcome]], b: dict[str, dict[int, Outc
 
 def compare_runs(run_a: RunData, run_b: RunData) -> list[Comparison]:
     """Paired comparisons of every group the two runs share (see the module docstring)."""
-    groups_a, groups_b = _groups(run_a), _groups(run_b)
+    errored_a: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    errored_b: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    groups_a, groups_b = _groups(run_a, errored_a), _groups(run_b, errored_b)
     pairs = [(k, k) for k in sorted(set(groups_a) & set(groups_b))]
     if not pairs and len(groups_a) == 1 and len(groups_b) == 1:
         pairs = [(next(iter(groups_a)), next(iter(groups_b)))]
@@ -105,6 +130,7 @@ def compare_runs(run_a: RunData, run_b: RunData) -> list[Comparison]:
     for ka, kb in pairs:
         result = compare_groups(groups_a[ka], groups_b[kb], f"{ka[0]} · N={ka[1]}", f"{kb[0]} · N={kb[1]}")
         if result is not None:
+            result.errored_a, result.errored_b = len(errored_a.get(ka, ())), len(errored_b.get(kb, ()))
             out.append(result)
     if not out:
         raise ValueError(f"{run_a.run_id} and {run_b.run_id} share no (setting, N) group with common tasks")

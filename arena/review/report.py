@@ -43,10 +43,14 @@ def group_label(run: RunData, group: dict[str, Any], several: bool) -> str:
 
 def groups_table(runs: list[RunData]) -> Table:
     several = len(runs) > 1
-    table = Table("Results per agent, setting and budget",
+    title = "Results per agent, setting and budget"
+    if any(g.get("errored") for run in runs for g in run.summary["groups"]):
+        title += (" (Pass@1 over the episodes played to the end; errored episodes — error, rejected, context "
+                  "overflow — are left out and counted under 'errored')")
+    table = Table(title,
                   (["run"] if several else []) + ["agent", "setting", "N", "episodes", "Pass@1 (%)", "95% CI",
                                                   "L1 (%)", "L2 (%)", "L3 (%)", "Avg. tool calls", "Avg. rounds",
-                                                  "Tool util. (%)", "invalid", "errors", "judge errors",
+                                                  "Tool util. (%)", "invalid", "errored", "judge errors",
                                                   "unjudged", "Avg. tokens", "Avg. s"])
     for run in runs:
         for g in run.summary["groups"]:
@@ -55,7 +59,8 @@ def groups_table(runs: list[RunData]) -> Table:
             table.rows.append(([run.run_id] if several else []) + [
                 g["agent"], g["setting"], str(g["max_rounds"]), str(g["episodes"]), pass1_cell(g), ci_text(g),
                 fmt(levels.get("L1")), fmt(levels.get("L2")), fmt(levels.get("L3")), fmt(g["avg_tool_calls"]),
-                fmt(g["avg_rounds"]), fmt(g["tool_utilisation"], 1), str(g["invalid_calls"]), str(g["errors"]),
+                fmt(g["avg_rounds"]), fmt(g["tool_utilisation"], 1), str(g["invalid_calls"]),
+                str(g.get("errored", g["errors"])),
                 str(g.get("judge_errors", 0)), str(g.get("unjudged", 0)), fmt(float(tokens), 0),
                 fmt(g.get("avg_seconds"))])
     return table

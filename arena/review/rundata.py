@@ -10,6 +10,7 @@ from typing import Any
 from arena.core.task import Task
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
+from arena.endpoints.client import param_lines
 from arena.judges.metrics import AUTO, latest_verdicts
 from arena.judges.protocols import apply_original_dataset_rules
 
@@ -62,7 +63,16 @@ class RunData:
 
     @cached_property
     def summary(self) -> dict[str, Any]:
-        return summarize_scan(self.scan, self.judge)
+        """The run's metrics recomputed, with the protocol it followed (which decides how a table counts errored
+        episodes: `arena.runs.table.errors_counted_as_wrong`)."""
+        summary = summarize_scan(self.scan, self.judge)
+        protocol = (self.info.get("config") or {}).get("protocol")
+        if protocol:
+            summary["protocol"] = protocol
+        if self.info.get("learned_params"):  # what the endpoints refused, and what the run sent instead
+            summary["learned_params"] = self.info["learned_params"]
+            summary["warnings"] = param_lines(self.info["learned_params"])
+        return summary
 
     @cached_property
     def chosen(self) -> dict[str, Verdict]:

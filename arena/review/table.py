@@ -26,19 +26,43 @@ def ci_text(group: dict[str, Any]) -> str:
     return f"[{fmt(ci[0], 1)}, {fmt(ci[1], 1)}]" if ci else "–"
 
 
+ERRORED_LEFT_OUT = ("Pass@1 over the episodes played to the end; errored ones (error, rejected, context overflow) "
+                    "are left out and counted under 'errored'")
+ERRORED_AS_WRONG = ("Pass@1 counts errored episodes (error, rejected, context overflow) as wrong over every "
+                    "episode, as the published script scores an item whose run failed (protocol original)")
+
+
+def errors_counted_as_wrong(summary: dict[str, Any]) -> bool:
+    """Whether a summary's Pass@1 is shown as the published scripts count it: errored episodes as wrong, over every
+    episode (`--protocol original`), rather than over the episodes played to the end (the arena's)."""
+    return summary.get("protocol") == "original"
+
+
+def shown_pass1(summary: dict[str, Any], group: dict[str, Any]) -> Any:
+    """The Pass@1 a table shows for a group under the summary's protocol (see `errors_counted_as_wrong`)."""
+    if errors_counted_as_wrong(summary) and group.get("errored") and "pass1_all" in group:
+        return group["pass1_all"]
+    return group["pass1"]
+
+
 def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
-    """Pass@1 (± std over repeats, 95 % CI), per level, tool use, errors, judge errors, unjudged episodes,
-    tokens, seconds and finish reasons per (agent, setting, max rounds)."""
+    """Pass@1 (± std over repeats, 95 % CI), per level, tool use, errored episodes, judge errors, unjudged episodes,
+    tokens, seconds and finish reasons per (agent, setting, max rounds). Pass@1 is over the episodes played to the
+    end, errored ones counted apart, or under `--protocol original` with them counted as wrong; the caption says
+    which."""
     title = title or f"judge: {summary.get('judge')}"
     if summary.get("protocol") and "protocol:" not in title:
         title += f" · protocol: {protocol_label(summary['protocol'], summary.get('prompts'))}"
+    errored = sum(g.get("errored", 0) for g in summary.get("groups", []))
     table = Table(title=title, show_lines=False, box=box.SIMPLE_HEAD, padding=(0, 1),
                   collapse_padding=True, show_edge=False,
-                  pad_edge=False)
+                  pad_edge=False, caption_justify="left",
+                  caption=(ERRORED_AS_WRONG if errors_counted_as_wrong(summary) else ERRORED_LEFT_OUT)
+                  if errored else None)
     for name, justify in [("agent", "left"), ("setting", "left"), ("N", "right"), ("eps", "right"),
                           ("Pass@1 % [95% CI]", "right"), ("L1", "right"), ("L2", "right"), ("L3", "right"),
                           ("calls", "right"), ("rounds", "right"), ("util %", "right"), ("inval", "right"),
-                          ("err", "right"), ("j.err", "right"), ("unjud", "right"), ("tok/ep", "right"),
+                          ("errored", "right"), ("j.err", "right"), ("unjud", "right"), ("tok/ep", "right"),
                           ("s/ep", "right"), ("finish", "left")]:
         table.add_column(name, justify=justify, no_wrap=name != "finish",  # type: ignore[arg-type]
                          min_width=12 if name == "finish" else None)
@@ -46,17 +70,19 @@ def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
     if costed:
         table.add_column("cost $", justify="right")
     for g in summary.get("groups", []):
-        pass1 = fmt(g["pass1"])
-        if g.get("repeats", 1) > 1:
+        as_wrong = shown_pass1(summary, g) is not g["pass1"]
+        pass1 = fmt(shown_pass1(summary, g))
+        if g.get("repeats", 1) > 1 and not as_wrong:
             pass1 += f" ± {fmt(g['pass1_std'])}"
-        pass1 += f" {ci_text(g)}"
+        if not as_wrong:
+            pass1 += f" {ci_text(g)}"  # the interval is over the episodes played to the end
         levels = g.get("levels", {})
         finish = " ".join(f"{k}:{v}" for k, v in g.get("finish_reasons", {}).items())
         tokens = (g.get("avg_prompt_tokens") or 0) + (g.get("avg_completion_tokens") or 0)
         cells = [g["agent"], g["setting"], str(g["max_rounds"]), str(g["episodes"]), pass1,
                  fmt(levels.get("L1"), 1), fmt(levels.get("L2"), 1), fmt(levels.get("L3"), 1),
                  fmt(g["avg_tool_calls"]), fmt(g["avg_rounds"]), fmt(g["tool_utilisation"], 1),
-                 str(g["invalid_calls"]), str(g.get("errors", 0)), str(g.get("judge_errors", 0)),
+                 str(g["invalid_calls"]), str(g.get("errored", g.get("errors", 0))), str(g.get("judge_errors", 0)),
                  str(g.get("unjudged", 0)), fmt(float(tokens), 0), fmt(g.get("avg_seconds")), finish]
         if costed:
             cells.append(fmt(g.get("cost"), 4))

@@ -28,7 +28,8 @@ import orjson
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
 from arena.endpoints import transcript
-from arena.judges.metrics import AUTO, judge_for, judge_for_task
+from arena.endpoints.client import LEARNED_PARAMS, learned_params, param_lines, restore_params
+from arena.judges.metrics import AUTO, ERRORED, judge_for, judge_for_task
 from arena.judges.prompt_book import PromptBook, prompts_note
 from arena.judges.protocols import published_request, sampling_differences
 
@@ -38,6 +39,8 @@ from .fork import fork_prefix
 from .judging import Judges
 from .limits import RunSlots, endpoint_of
 from arena.store.lock import RunLock
+
+from .outage import outage_of_episode, outage_of_verdict
 from .prefix import copied_episode, derive, failed_episode
 from .prefix import link as prefix_link
 from .pricing import cost as token_cost
@@ -283,6 +286,9 @@ class RunSession:
             self.prefix, self.link, self.resend = fork_prefix(config.fork, store)
             store.update_info({"forked_from": self.link})
         self.learned: dict[str, Any] = store.info().get("learned_limits") or {}
+        LEARNED_PARAMS.clear()  # the fields this run's endpoints refused: from run.json, then as learned
+        restore_params(store.info().get("learned_params"))
+        self.params = learned_params()
         for agent in bench.agents:
             agent.apply_limits(self.learned.get(agent.id) or {})
         self.backend = make_backend(config, bench, self.run_id, store, self.writer)
@@ -303,8 +309,9 @@ class RunSession:
         self.done = {key: entry for key, entry in self.store.index().latest().items() if entry.finish not in retried}
         families = plan_families(self.bench)
         self.verdicts_done = self.store.verdict_pairs()
-        unjudged = [self.store.read_episode(entry) for entry in self.done.values()
-                    if (entry.id, judge_for_task(entry, self.judge_name)) not in self.verdicts_done]
+        unjudged = [self.store.read_episode(entry) for entry in self.done.values()  # an errored one is not judged
+                    if entry.finish not in ERRORED
+                    and (entry.id, judge_for_task(entry, self.judge_name)) not in self.verdicts_done]
         missing = sum(1 for f in families for c in f.cells if c.key not in self.done)
         return Work(families, self.done, unjudged, missing)
 
@@ -324,7 +331,12 @@ class RunSession:
             raise asyncio.CancelledError()
         self.save_learned()
 
-    def stop_if(self, reason: str | None) -> None:
+    def stop_if(self, reason: str | None, outage: str | None = None) -> None:
+        """Cancel every other task when a stop is decided: `reason` (--fail-fast, --max-cost), or an outage of an
+        endpoint (`arena.runs.outage`), which becomes the run's stop message."""
+        if outage and self.stops.message is None:
+            self.stops.message = outage
+        reason = reason or self.stops.message
         if reason:
             for task in self.tasks:
                 if task is not asyncio.current_task():
@@ -335,6 +347,10 @@ class RunSession:
         if now and now != self.learned:
             self.learned.update(now)
             self.store.update_info({"learned_limits": dict(self.learned)})
+        if learned_params() != self.params:
+            self.params.clear()
+            self.params.update(learned_params())
+            self.store.update_info({"learned_params": dict(self.params)})
 
     async def judge_and_store(self, episode: Episode) -> Verdict | None:
         backend, store, writer = self.backend, self.store, self.writer
@@ -360,16 +376,20 @@ class RunSession:
             episode.meta["cost"] = round(cost, 8)
         written = self.writer.durable(self.store.append_episode, episode)
         # a stop is decided at once, so that no other request leaves while the line is being fsynced
-        self.stop_if(self.stops.observe(episode, usage_cost(_spent_usage(episode), self.prices.get(episode.agent))))
+        self.stop_if(self.stops.observe(episode, usage_cost(_spent_usage(episode), self.prices.get(episode.agent))),
+                     outage_of_episode(episode))
         try:
             await settled(written)
         except (OSError, ValueError) as exc:  # the other episodes go on; the exit status says so
             self.unwritten.append(f"episode {episode.key}: {type(exc).__name__}: {exc}")
             return episode
         self.save_learned()
-        async with self.slots.slot(judging=True):
-            verdict = await self.judge_and_store(episode)
-        self.stop_if(self.stops.observe_verdict(verdict, self.judge_label))
+        verdict = None
+        if episode.finish_reason not in ERRORED:  # an episode not played to the end is not judged
+            async with self.slots.slot(judging=True):
+                verdict = await self.judge_and_store(episode)
+            self.save_learned()
+        self.stop_if(self.stops.observe_verdict(verdict, self.judge_label), outage_of_verdict(verdict))
         if self.progress:
             self.progress(episode, verdict)
         return episode
@@ -409,7 +429,8 @@ class RunSession:
     async def rejudge(self, episode: Episode) -> None:
         async with self.slots.slot(judging=True):
             verdict = await self.judge_and_store(episode)
-        self.stop_if(self.stops.observe_verdict(verdict, self.judge_label))
+        self.save_learned()
+        self.stop_if(self.stops.observe_verdict(verdict, self.judge_label), outage_of_verdict(verdict))
         if self.progress:
             self.progress(episode, verdict)
 
@@ -447,6 +468,9 @@ class RunSession:
             warnings += [w for w in previous.get("warnings", []) if w not in warnings]
         if self.learned:
             summary["learned_limits"] = self.learned
+        if self.params:
+            summary["learned_params"] = dict(self.params)
+            warnings += [line for line in param_lines(self.params) if line not in warnings]
         if self.stops.message:
             summary["stopped"] = self.stops.message
         if warnings:
@@ -489,18 +513,22 @@ def _spent_usage_of_record(record: dict[str, Any]) -> Usage:
 
 
 def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ratio: float = 0.75,
-              floor: int = 1000) -> list[str]:
+              floor: int = 1000, ceiling_turns: int = 2, ceiling_margin: float = 1.05) -> list[str]:
     """One streaming pass over the run's current episode records (`scan`'s rows, one parsed record at a
     time, nothing kept but sums): the dollar cost per group (`cost`: its episodes' transcripts) and of the
     run (`cost` at the top: each model call once, so prefix-shared budgets are not paid twice), from tokens
     and the price in run.json, absent where the agent has no price or its server reported no tokens. Returns
     the truncation warnings: agents whose server counted far fewer prompt tokens than the arena sent
     (estimate, turns of at least `floor` tokens below `ratio`): the server probably cut the prompt without
-    saying so (Ollama truncates to its num_ctx)."""
+    saying so (Ollama truncates to its num_ctx); and agents whose server's count stops at one ceiling (the
+    highest count, reached in at least `ceiling_turns` turns) while the arena's estimate of those turns grows (by
+    `ceiling_margin`) and past it: a fixed context the prompt is cut to."""
     cols = scan.cols
     per_group: dict[tuple, float] = {}
     spent: float | None = None
     worst: dict[str, tuple[int, int, int]] = {}
+    ceilings: dict[str, tuple[int, int, int, int]] = {}  # agent -> (highest count served, turns at it, smallest and
+    # largest estimate of those turns)
     for row, record in enumerate(scan.records_of()):
         agent = cols["agent"][row]
         price = prices.get(agent)
@@ -516,14 +544,29 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
             if served is not None and sent >= floor and served < ratio * sent:
                 n, low, high = worst.get(agent, (0, served, sent))
                 worst[agent] = (n + 1, served, sent) if served / sent < low / high else (n + 1, low, high)
+            if served is not None and sent:
+                top, at_top, least, grown = ceilings.get(agent, (0, 0, sent, 0))
+                if served > top:
+                    top, at_top, least, grown = served, 0, sent, 0
+                if served == top:
+                    at_top, least, grown = at_top + 1, min(least, sent), max(grown, sent)
+                ceilings[agent] = (top, at_top, least, grown)
     for group in summary.get("groups", []):
         if (known := per_group.get((group["agent"], group["setting"], group["max_rounds"]))) is not None:
             group["cost"] = round(known, 6)
     if spent is not None:
         summary["cost"] = round(spent, 6)
-    return [f"{agent}: in {n} turn(s) the server counted far fewer prompt tokens than were sent (e.g. {low} vs "
-            f"an estimated {high}); it may be truncating prompts silently (Ollama: raise num_ctx)"
-            for agent, (n, low, high) in sorted(worst.items())]
+    lines = [f"{agent}: in {n} turn(s) the server counted far fewer prompt tokens than were sent (e.g. {low} vs "
+             f"an estimated {high}); it may be truncating prompts silently (Ollama: raise num_ctx)"
+             for agent, (n, low, high) in sorted(worst.items())]
+    lines += [f"{agent}: the server's prompt count stops at {top} tokens ({n} turns) while the arena's estimate grows "
+              f"to {grown}: it is probably cutting the prompt to a fixed context of {top} tokens and answering from "
+              f"a cut conversation (Ollama: its num_ctx, e.g. 2048 or 4096 by default depending on the version; "
+              f"raise it with the model's num_ctx option or OLLAMA_CONTEXT_LENGTH)"
+              for agent, (top, n, least, grown) in sorted(ceilings.items())
+              if agent not in worst and n >= ceiling_turns and grown > top * ceiling_margin
+              and grown > least * ceiling_margin]
+    return lines
 
 
 def add_judge_usage(summary: dict[str, Any], path: Path, upto: int, price: tuple[float, float] | None) -> None:

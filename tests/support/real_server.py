@@ -28,6 +28,9 @@ Sources of the wordings (each quoted below where it is built):
   models take one image (`server/prompt.go`);
 - vLLM 0.6 (`vllm06`): the per-prompt image limit said "in one request" and the body was
   the flat `{"object": "error", ...}` (vllm-project/vllm#9739, #17092);
+- vLLM V1 engine (`vllm-v1`, vLLM 0.8-0.10, `vllm/v1/engine/processor.py`,
+  `Processor._validate_model_input`): "The decoder prompt (length N) is longer than the
+  maximum model length of M. ...", 400 `BadRequestError`;
 - TGI (`router/src/validation.rs`, `ValidationError`): 422 `{"error", "error_type"}`;
 - llama.cpp server (`llamacpp`, `exceed_context_size_error` with `n_prompt_tokens` and
   `n_ctx`; `llamacpp-old`: the same refusal without numbers);
@@ -68,6 +71,8 @@ class Rules:
     retry_after: str | None = None
     retry_after_ms: str | None = None
     send_usage: bool = True
+    down_after: int | None = None  # after answering this many requests, the server goes away (an outage): the
+    # connection closes and nothing listens at the port any more (connection refused)
 
 
 def png_size(url: str) -> tuple[int, int]:
@@ -157,6 +162,11 @@ class RealServer:
                 body = reply.body or completion_body(reply, request.get("model", "?"))
                 if not server.rules.send_usage:
                     body.pop("usage", None)
+                if server.rules.down_after is not None and n >= server.rules.down_after:
+                    self.close_connection = True
+                    self._send(200, body, {"Connection": "close"})
+                    threading.Thread(target=server.go_down, daemon=True).start()
+                    return
                 self._send(200, body)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -248,6 +258,14 @@ class RealServer:
                 return 400, {"error": f"Trying to keep the first {tokens} tokens when context the overflows. However, "
                              f"the model is loaded with context length of only {n} tokens, which is not enough. Try "
                              "to load the model with a larger context length, or provide a shorter input"}, {}
+            if flavour == "vllm-v1":
+                # vLLM V1 engine (0.8-0.10), vllm/v1/engine/processor.py Processor._validate_model_input: a
+                # ValueError the OpenAI server turns into a 400 BadRequestError; the suggestion for a multimodal
+                # model names text plus multimodal tokens.
+                return (*_vllm(400, f"The decoder prompt (length {tokens}) is longer than the maximum model length "
+                               f"of {n}. Make sure that `max_model_len` is no smaller than the number of text tokens "
+                               "plus multimodal tokens. For image inputs, the number of image tokens depends on the "
+                               "number of images, and possibly their aspect ratios as well."), {})
             if flavour == "sglang":  # sglang tokenizer_manager.py
                 return 400, {"object": "error", "message": f"The input ({tokens} tokens) is longer than the model's "
                              f"context length ({rules.max_context} tokens).", "type": "BadRequestError",
@@ -278,6 +296,11 @@ class RealServer:
                                                     "message": f"too many images and documents: {images} + 0 > {n}"}}
         # vLLM 0.11 vllm/multimodal/processing.py: the --limit-mm-per-prompt check.
         return _vllm(400, f"At most {n} image(s) may be provided in one prompt.")
+
+    def go_down(self) -> None:
+        """Stop listening (an outage): later connections are refused."""
+        self._server.shutdown()
+        self._server.server_close()
 
     @property
     def base_url(self) -> str:

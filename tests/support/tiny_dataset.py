@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 from PIL import Image, ImageDraw
@@ -21,20 +22,26 @@ DOCS = [
 ]
 
 
-def scene(width: int = 1600, height: int = 1000) -> Image.Image:
+def scene(width: int = 1600, height: int = 1000, grain: float = 0.0) -> Image.Image:
+    """The scene; `grain` (0-1) blends in seeded noise, as a photo's grain, so its PNGs do not shrink to almost
+    nothing (a request's size then grows with every image as a photo's would)."""
     image = Image.new("RGB", (width, height), (70, 120, 180))
     draw = ImageDraw.Draw(image)
     draw.rectangle([1200, 100, 1500, 200], fill=(250, 250, 250))
     draw.text((1220, 130), "ORVANTA", fill=(0, 0, 0))
     draw.rectangle([100, 600, 400, 900], fill=(200, 60, 60))
+    if grain:
+        noise = Image.frombytes("L", (width, height), random.Random(0).randbytes(width * height)).convert("RGB")
+        image = Image.blend(image, noise, grain)
     return image
 
 
-def write_tiny_dataset(root: Path, n_items: int = 2) -> Path:
-    """Write images, corpus and `annotations.jsonl` (VistaArena format); returns the annotation path."""
+def write_tiny_dataset(root: Path, n_items: int = 2, grain: float = 0.0) -> Path:
+    """Write images, corpus and `annotations.jsonl` (VistaArena format); returns the annotation path. `grain`: see
+    `scene`."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "images").mkdir(exist_ok=True)
-    scene().save(root / "images" / "scene.png")
+    scene(grain=grain).save(root / "images" / "scene.png")
     thumb = scene().resize((160, 100))
     thumb.save(root / "images" / "thumb0.png")
     (root / "corpus").mkdir(exist_ok=True)

@@ -10,16 +10,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from arena.store.migrate import protocol_of
-from arena.store.calls import read_calls
+from arena.review.analysis import export_episodes
+from arena.review.compare import COLUMNS, compare_runs
 from arena.review.replay import check_episode, show_episode
 from arena.review.report import build_report
 from arena.review.serve import serve_viewer
-from arena.review.analysis import export_episodes
-from arena.review.compare import COLUMNS, compare_runs
 from arena.review.table import fmt as fmt_value
 from arena.review.table import judge_warnings
 from arena.review.viewer import write_viewer
+from arena.store.calls import read_calls
+from arena.store.migrate import protocol_of
 
 from .common import console, fail, review_run
 

@@ -16,20 +16,32 @@ import typer
 import yaml
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
+from arena.judges.metrics import ERRORED
 from arena.judges.prompt_book import protocol_label
 from arena.review.rundata import RunData, load_run
+from arena.review.table import (
+    judge_warnings,
+    legend_lines,
+    repeat_lines,
+    suite_headlines,
+    summary_table,
+    support_lines,
+)
 from arena.runs.config import RunConfig
-from arena.runs.plugins import load_plugins
-from arena.judges.metrics import ERRORED
 from arena.runs.outage import ErrorTally
+from arena.runs.plugins import load_plugins
 from arena.runs.runner import RunResult, execute
 from arena.runs.stops import FAILED
 from arena.store.migrate import protocol_of
 from arena.store.store import RunStore
-from arena.review.table import (judge_warnings, legend_lines, repeat_lines, suite_headlines, summary_table,
-                                support_lines)
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 

@@ -16,16 +16,14 @@ from pathlib import Path
 
 from rich.console import Console
 
-from arena.core.world import WORLD_BUILDERS, is_world, read_world
-
 from arena.core.dataset import load_datasets
-
-from arena.runs.config import RunConfig
-from arena.runs.plugins import load_plugins
-from arena.runs.runner import RunResult, execute
+from arena.core.world import WORLD_BUILDERS, is_world, read_world
 from arena.review.rundata import load_run
 from arena.review.table import legend_lines, summary_table
 from arena.review.viewer import write_viewer
+from arena.runs.config import RunConfig
+from arena.runs.plugins import load_plugins
+from arena.runs.runner import RunResult, execute
 
 WORLD = "vistahop-mini"
 AGENTS = ("oracle", "direct", "text-only")

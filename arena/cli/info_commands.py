@@ -7,13 +7,13 @@ from typing import Literal, Optional
 
 import typer
 
+from arena.cli.demo import run_demo
 from arena.core.agent import AGENTS
 from arena.core.dataset import LOADERS
 from arena.core.judge import JUDGES
 from arena.core.settings import SETTINGS
 from arena.core.tool import TOOLS
 from arena.core.world import WORLD_BUILDERS
-from arena.cli.demo import run_demo
 from arena.runs.plugins import load_plugins
 
 from .common import console, fail, print_summary, review_run

@@ -10,15 +10,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from arena.store.calls import read_calls
+from arena.review.analysis import export_episodes
+from arena.review.compare import COLUMNS, compare_runs, errored_note
 from arena.review.replay import check_episode, show_episode
 from arena.review.report import build_report
 from arena.review.serve import serve_viewer
-from arena.review.analysis import export_episodes
-from arena.review.compare import COLUMNS, compare_runs, errored_note
 from arena.review.table import fmt as fmt_value
 from arena.review.table import judge_warnings
 from arena.review.viewer import write_viewer
+from arena.store.calls import read_calls
 
 from .common import console, fail, review_run, run_protocol
 

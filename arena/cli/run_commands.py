@@ -18,21 +18,32 @@ from arena.core.judge import JUDGES
 from arena.core.tool import TOOLS, ToolOptions
 from arena.judges.metrics import AUTO
 from arena.judges.protocols import default_protocol
-from arena.runs.config import AgentChoice, EndpointLimit, RunConfig
 from arena.judges.run_summary import summarize_scan
-from arena.store.doctor import check_run
-from arena.store.read import open_run
-from arena.store.migrate import resume_fields
+from arena.runs.config import AgentChoice, EndpointLimit, RunConfig
 from arena.runs.fork import fork_config
+from arena.runs.names import did_you_mean
 from arena.runs.plugins import accepted_options, load_plugins
 from arena.runs.pricing import parse_price
 from arena.runs.rejudge import rejudge
-from arena.store.store import RunStore
-from arena.runs.names import did_you_mean
 from arena.runs.validate import check_tool_options
+from arena.store.doctor import check_run
+from arena.store.migrate import resume_fields
+from arena.store.read import open_run
+from arena.store.store import RunStore
 
-from .common import (config_file_callback, console, errored_problem, execute_with_progress, fail, finish_run, parse_kv,
-                     plain_hooks, print_summary, run_protocol, split_values)
+from .common import (
+    config_file_callback,
+    console,
+    errored_problem,
+    execute_with_progress,
+    fail,
+    finish_run,
+    parse_kv,
+    plain_hooks,
+    print_summary,
+    run_protocol,
+    split_values,
+)
 
 app = typer.Typer()
 

@@ -8,8 +8,8 @@ from typing import Any, Optional
 import orjson
 import typer
 
-from arena.store.calls import CALLS_FILE, read_calls
 from arena.review.replay import message_line
+from arena.store.calls import CALLS_FILE, read_calls
 from arena.store.store import RunStore, RunStoreError
 
 from .common import fail

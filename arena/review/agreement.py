@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .annotate import LABELS_FORMAT
 from arena.judges.stats import cohen_kappa, fleiss_kappa
+
+from .annotate import LABELS_FORMAT
 from .rundata import RunData
 
 

@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 from arena.judges.metrics import judge_for_task
+from arena.store.scan import TaskJudge
 
 from .rundata import RunData, load_run
-from arena.store.scan import TaskJudge
 
 
 @dataclass

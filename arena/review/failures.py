@@ -28,7 +28,6 @@ from arena.core.task import Task
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 from arena.judges.normalized import normalize_answer
-
 from arena.store.scan import RunScan
 
 CROP_TOOL = "image_zoom_in_tool"

@@ -25,7 +25,6 @@ from typing import Any
 import orjson
 
 from arena.store.calls import CALLS_FILE
-
 from arena.store.run_index import scan_lines
 
 _HEAD = re.compile(rb'^\{"episode":("(?:[^"\\]|\\.)*"),"role":"(agent|judge)","sid":"([^"\\]*)"')

@@ -7,22 +7,21 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from arena.core.dataset import load_datasets
 from arena.core.task import Task
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 from arena.endpoints.client import param_lines
 from arena.judges.metrics import AUTO, latest_verdicts
 from arena.judges.protocols import apply_original_dataset_rules
-
-from arena.core.dataset import load_datasets
-
-from .failures import taxonomy
 from arena.judges.run_summary import summarize_scan
-from arena.store.scan import RunScan, scan_run
 from arena.store.migrate import judge_of
 from arena.store.read import find_episode
 from arena.store.records import DataSource
+from arena.store.scan import RunScan, scan_run
 from arena.store.store import RunStore
+
+from .failures import taxonomy
 
 
 @dataclass

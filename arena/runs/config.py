@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from arena.core.budget import Budget
-from arena.store.migrate import fingerprint_fields
-from arena.endpoints.redact import redact_text
 from arena.core.tool import ToolOptions
+from arena.endpoints.redact import redact_text
+from arena.store.migrate import fingerprint_fields
 
 _SECRET = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)
 

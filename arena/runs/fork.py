@@ -19,12 +19,11 @@ from typing import Any, Literal
 
 from arena.core.trajectory import Step
 from arena.store.calls import read_calls
-
-from .config import AgentChoice, ForkSource, RunConfig
-from .prefix import played_rounds
 from arena.store.read import Run
-from .config import slug
 from arena.store.store import RunStore
+
+from .config import AgentChoice, ForkSource, RunConfig, slug
+from .prefix import played_rounds
 
 
 def fork_config(run: Run, episode_ref: str, at_round: int, choice: AgentChoice, *,

@@ -19,14 +19,14 @@ from arena.endpoints import transcript
 from arena.judges.agreement import Agreement, agreements
 from arena.judges.metrics import AUTO, ERRORED, judge_for, summarize
 from arena.judges.prompt_book import PromptBook
+from arena.store.lock import RunLock
+from arena.store.store import RunStore
+from arena.store.writer import RunWriter, settled
 
 from .config import EndpointLimit
 from .judging import Judges
 from .limits import EndpointGate, endpoint_of
-from arena.store.lock import RunLock
 from .plugins import load_plugins
-from arena.store.store import RunStore
-from arena.store.writer import RunWriter, settled
 
 
 @dataclass

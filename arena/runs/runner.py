@@ -28,33 +28,37 @@ import orjson
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
 from arena.endpoints import transcript
-from arena.endpoints.client import LEARNED_PARAMS, learned_params, param_lines, restore_params
+from arena.endpoints.client import (
+    LEARNED_PARAMS,
+    learned_params,
+    param_lines,
+    restore_params,
+)
 from arena.judges.metrics import AUTO, ERRORED, judge_for, judge_for_task
 from arena.judges.prompt_book import PromptBook, prompts_note
 from arena.judges.protocols import published_request, sampling_differences
+from arena.judges.run_summary import summarize_scan
+from arena.store.lock import RunLock
+from arena.store.run_index import scan_lines
+from arena.store.scan import RunScan, model_call_counts_scan, scan_run
+from arena.store.store import RunStore
+from arena.store.writer import RunWriter, settled
 
 from .allocator import keep_freed_memory, startup_frozen
+from .backends import Backend, make_backend
 from .config import RunConfig, slug
 from .fork import fork_prefix
 from .judging import Judges
 from .limits import RunSlots, endpoint_of
-from arena.store.lock import RunLock
-
 from .outage import outage_of_episode, outage_of_verdict
 from .prefix import copied_episode, derive, failed_episode
 from .prefix import link as prefix_link
 from .pricing import cost as token_cost
 from .pricing import price_of, usage_cost
-from arena.store.run_index import scan_lines
-from arena.judges.run_summary import summarize_scan
-from arena.store.scan import RunScan, model_call_counts_scan, scan_run
 from .stops import FAILED, RunStops, endpoint_label
-from arena.store.store import RunStore
-from .validate import check_judges, check_tool_options
-from arena.store.writer import RunWriter, settled
 from .sweep import Cell, Family, grid_size
 from .sweep import plan as plan_families
-from .backends import Backend, make_backend
+from .validate import check_judges, check_tool_options
 from .workbench import EpisodeJob, Workbench
 
 logger = logging.getLogger(__name__)

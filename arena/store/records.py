@@ -26,8 +26,6 @@ FORMAT_VERSION = 2
 """1: records before versioning (run.json `version` 1, episode lines without `format`); 2: `format` on episode
 lines, `version` 2 in run.json (nothing else changed: a format-1 run reads as it always did)."""
 
-RECORD_VERSION = FORMAT_VERSION  # the name run.json's writer used before the format had one version
-
 __all__ = ["FORMAT_VERSION", "RunInfo", "Episode", "Verdict", "CallRecord", "DataSource", "SummaryGroup", "RunSummary"]
 
 

@@ -25,8 +25,8 @@ from typing import Any, Callable, TypeVar
 
 from arena.core.blobs import BlobStore, content_id
 from arena.core.jsonl import append_line
-from .calls import TranscriptWriter
 
+from .calls import TranscriptWriter
 from .file_digests import put_task_file, remembered
 
 T = TypeVar("T")

@@ -45,15 +45,15 @@ from PIL import Image
 
 from arena.endpoints.client import parse_body
 from arena.judges.metrics import judge_for_task
-
 from arena.review.failures import LABELS, Record, classify
 from arena.review.gold_view import gold_view
 from arena.review.model_input import CallIndex, episode_inputs
 from arena.review.report import SHORT_LABELS, Table, groups_table
-from arena.store.run_index import Entry, scan_lines
 from arena.review.rundata import RunData
+from arena.store.run_index import Entry, scan_lines
 from arena.store.scan import TaskJudge, reader_index
 from arena.store.store import RunStoreError
+
 from .assets import CSS, JS, TEMPLATE
 
 CROP_TOOL = "image_zoom_in_tool"

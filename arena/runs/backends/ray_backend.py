@@ -28,14 +28,13 @@ from typing import Any, AsyncIterator
 from arena.core.blobs import BlobStore, content_id, file_ext
 from arena.core.trajectory import Episode
 from arena.endpoints import transcript
-from arena.store.calls import CALLS_FILE, TranscriptWriter
-
 from arena.runs.allocator import keep_freed_memory
 from arena.runs.config import EndpointLimit, RunConfig
-from arena.store.file_digests import remember, remembered, signature
 from arena.runs.limits import EndpointGate
-from arena.store.store import RunStore
 from arena.runs.workbench import EpisodeJob, Workbench
+from arena.store.calls import CALLS_FILE, TranscriptWriter
+from arena.store.file_digests import remember, remembered, signature
+from arena.store.store import RunStore
 from arena.store.writer import RunWriter, settled
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

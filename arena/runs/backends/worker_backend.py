@@ -34,14 +34,14 @@ from typing import Any, AsyncIterator
 
 from arena.core.trajectory import Episode
 from arena.endpoints import transcript
-
 from arena.runs.allocator import keep_freed_memory, startup_frozen
 from arena.runs.config import RunConfig
 from arena.runs.limits import EndpointGate
-from .ray_backend import apply_learned, play_recorded, prefix_blobs, receive, shipped_config
-from arena.store.store import RunStore
 from arena.runs.workbench import EpisodeJob, Workbench
+from arena.store.store import RunStore
 from arena.store.writer import RunWriter
+
+from .ray_backend import apply_learned, play_recorded, prefix_blobs, receive, shipped_config
 
 START_TIMEOUT = 120.0  # seconds a worker may take to import the arena and build its workbench
 POLL = 0.5  # seconds between checks that the workers are alive

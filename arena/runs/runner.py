@@ -28,12 +28,7 @@ import orjson
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
 from arena.endpoints import transcript
-from arena.endpoints.client import (
-    LEARNED_PARAMS,
-    learned_params,
-    param_lines,
-    restore_params,
-)
+from arena.endpoints.client import LEARNED_PARAMS, learned_params, param_lines, restore_params
 from arena.judges.metrics import AUTO, ERRORED, judge_for, judge_for_task
 from arena.judges.prompt_book import PromptBook, prompts_note
 from arena.judges.protocols import published_request, sampling_differences

@@ -31,19 +31,8 @@ from arena.store.migrate import resume_fields
 from arena.store.read import open_run
 from arena.store.store import RunStore
 
-from .common import (
-    config_file_callback,
-    console,
-    errored_problem,
-    execute_with_progress,
-    fail,
-    finish_run,
-    parse_kv,
-    plain_hooks,
-    print_summary,
-    run_protocol,
-    split_values,
-)
+from .common import (config_file_callback, console, errored_problem, execute_with_progress, fail, finish_run, parse_kv,
+                     plain_hooks, print_summary, run_protocol, split_values)
 
 app = typer.Typer()
 

@@ -347,7 +347,7 @@ class Endpoint:
                 try:
                     async with self._slots or contextlib.nullcontext():
                         reply, data = await self._post(body)
-                except UnreachableEndpointError as exc:
+                except UnreachableEndpointError:
                     now = time.monotonic()
                     unreachable_since = unreachable_since if unreachable_since is not None else now
                     budget = cfg.outage_seconds if cfg.outage_seconds is not None else outage_seconds()

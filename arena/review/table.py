@@ -97,7 +97,8 @@ COLUMN_MEANINGS: dict[str, str] = {
     "N": "the round budget: at most N rounds, each one tool call or the answer",
     "eps": "episodes in the row (tasks x repeats)",
     "Pass@1 % [95% CI]": "percent of episodes judged correct (errored, unjudged and judge-error episodes count "
-                         "as wrong); \u00b1 the standard deviation over repeats; [the 95 % bootstrap interval over tasks]",
+                         "as wrong); \u00b1 the standard deviation over repeats; [the 95 % bootstrap interval "
+                         "over tasks]",
     "L1": "Pass@1 of the tasks of level L1 (fewer than 5 hops in all)",
     "L2": "Pass@1 of level L2 (5 to 9 hops)",
     "L3": "Pass@1 of level L3 (10 hops or more)",
@@ -143,8 +144,9 @@ def _aligned(rows: list[tuple[str, str]], indent: str, width: int) -> list[str]:
     name_width = max(len(name) for name, _ in rows)
     hang = " " * (len(indent) + name_width + 2)
     return [line for name, meaning in rows
-            for line in textwrap.wrap(meaning, max(width, len(hang) + 20), initial_indent=f"{indent}{name:<{name_width}}  ",
-                                      subsequent_indent=hang) or [f"{indent}{name}"]]
+            for line in textwrap.wrap(meaning, max(width, len(hang) + 20),
+                                      initial_indent=f"{indent}{name:<{name_width}}  ", subsequent_indent=hang)
+            or [f"{indent}{name}"]]
 
 
 def judge_warnings(summary: dict[str, Any]) -> list[str]:

@@ -23,6 +23,7 @@ from arena.runs.config import RunConfig
 from arena.runs.plugins import load_plugins
 from arena.runs.runner import RunResult, execute
 from arena.runs.stops import FAILED
+from arena.store.records import HarnessCost
 from arena.store.store import RunStore
 from arena.review.table import judge_warnings, repeat_lines, suite_headlines, summary_table, support_lines
 
@@ -181,6 +182,9 @@ def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None) -> N
         console.print(line, markup=False, highlight=False)
     if headlines and run_dir is not None:
         console.print(f"all suite figures: arena report {run_dir}", highlight=False)
+    if summary.get("harness"):
+        for line in HarnessCost.model_validate(summary["harness"]).lines():
+            console.print(line, markup=False, highlight=False)
     for warning in judge_warnings(summary) + list(summary.get("warnings", [])):
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
 

@@ -32,6 +32,7 @@ from arena.judges.metrics import AUTO, judge_for, judge_for_task
 from .allocator import keep_freed_memory, startup_frozen
 from .config import RunConfig, slug
 from .fork import fork_prefix
+from .harness_cost import HarnessMeter
 from .judging import Judges
 from .limits import RunSlots, endpoint_of
 from arena.store.lock import RunLock
@@ -48,7 +49,7 @@ from .validate import check_judges, check_tool_options
 from arena.store.writer import RunWriter, settled
 from .sweep import Cell, Family, grid_size
 from .sweep import plan as plan_families
-from .backends import Backend, make_backend
+from .backends import Backend, make_backend, prepare_workers
 from .workbench import EpisodeJob, Workbench
 
 
@@ -138,6 +139,8 @@ async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | N
     `tool_options.cassette`, the cassette is `<run dir>/cassettes.sqlite`."""
     keep_freed_memory()
     config = config.model_copy(deep=True)
+    if config.workers and config.backend != "ray":
+        prepare_workers()  # the workers' fork server imports the arena while the data loads
     bench = Workbench(config)
     try:
         with startup_frozen():
@@ -243,6 +246,8 @@ class RunSession:
         for agent in bench.agents:
             agent.apply_limits(self.learned.get(agent.id) or {})
         self.backend = make_backend(config, bench, self.run_id, store, self.writer)
+        self.meter = HarnessMeter("ray" if config.backend == "ray" else "workers" if config.workers else "asyncio",
+                                  config.ray_workers or 0 if config.backend == "ray" else config.workers or 0)
         self.judges.write_through(self.writer.append_durable)
         self.prices = {a.id: price_of((a.describe().get("endpoint") or {}).get("model"), config.price)
                        for a in bench.agents}
@@ -273,7 +278,11 @@ class RunSession:
         open_families = [f for f in work.families if any(c.key not in work.done for c in f.cells)]
         self.tasks.extend(asyncio.ensure_future(c) for c in [*(self.run_family(f) for f in open_families),
                                                              *(self.rejudge(e) for e in work.unjudged)])
-        outcomes = await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.meter.start()
+        try:
+            outcomes = await asyncio.gather(*self.tasks, return_exceptions=True)
+        finally:
+            self.meter.stop()
         failures = [o for o in outcomes if isinstance(o, BaseException) and not isinstance(o, asyncio.CancelledError)]
         if failures:
             raise failures[0]
@@ -336,6 +345,7 @@ class RunSession:
         async with self.slots.slot():
             with transcript.scope(self.calls, job.key, "agent", again):
                 episode = await self.backend.play(job)
+        self.meter.observe(episode)
         return await self.record(episode)
 
     async def derive_cell(self, source: Episode, cell: Cell) -> None:
@@ -399,6 +409,12 @@ class RunSession:
                 if (group["agent"], group["setting"], group["max_rounds"]) in costs:
                     group["cost"] = costs[(group["agent"], group["setting"], group["max_rounds"])]
             warnings += [w for w in previous.get("warnings", []) if w not in warnings]
+        if self.meter.times.episodes:
+            summary["harness"] = self.meter.figures(self.backend.worker_cpu_seconds() if self.backend else None)
+        elif store.summary_path.is_file():  # nothing played now: the figures of the session that played
+            previous_harness = json.loads(store.summary_path.read_text()).get("harness")
+            if previous_harness:
+                summary["harness"] = previous_harness
         if self.learned:
             summary["learned_limits"] = self.learned
         if self.stops.message:

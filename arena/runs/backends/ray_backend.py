@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -182,13 +183,16 @@ class EpisodeWorker:
         self.run_id = run_id
         self.bench = Workbench(config, gate=RemoteGate(gate, config.endpoint_limits) if gate is not None else None)
         apply_learned(self.bench.agents, learned)
+        self.ready_cpu = time.process_time()
 
     async def ready(self) -> int:
         return os.getpid()
 
     async def play(self, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None = None
-                   ) -> tuple[str, dict[str, bytes], list[bytes], dict[str, dict[str, Any]]]:
-        return await play_recorded(self.bench, job_json, self.run_id, blobs, resend)
+                   ) -> tuple[str, dict[str, bytes], list[bytes], dict[str, dict[str, Any]], float]:
+        """What `play_recorded` returns, and the actor's CPU seconds since it was built."""
+        played = await play_recorded(self.bench, job_json, self.run_id, blobs, resend)
+        return (*played, time.process_time() - self.ready_cpu)
 
     async def close(self) -> None:
         await self.bench.aclose()
@@ -236,6 +240,7 @@ class RayBackend:
                 raise RuntimeError(f"Ray workers could not start: {exc}") from None
             raise
         self._load = [0] * len(self.workers)
+        self._cpu = [0.0] * len(self.workers)
 
     def _pick(self) -> int:
         return min(range(len(self.workers)), key=lambda i: (self._load[i], i))
@@ -248,7 +253,11 @@ class RayBackend:
             played = await self.workers[index].play.remote(job.model_dump_json(), blobs, transcript.recorded_request())
         finally:
             self._load[index] -= 1
-        return await receive(self.store, self.writer, self.agents, *played, "a Ray worker")
+        self._cpu[index] = max(self._cpu[index], played[-1])
+        return await receive(self.store, self.writer, self.agents, *played[:-1], "a Ray worker")
+
+    def worker_cpu_seconds(self) -> float | None:
+        return sum(self._cpu)
 
     def _stop(self) -> None:
         for actor in [*self.workers, *([self.gate_actor] if self.gate_actor is not None else [])]:

@@ -1,8 +1,13 @@
 """Worker processes on one machine (`--workers N`): episodes spread over N processes, the run store written by the
 driver alone.
 
-Each worker is a spawned process with its own event loop and its own `Workbench`, built from the run's config JSON
-(as a Ray worker is). The driver sends it jobs; the worker plays several at once and sends back each episode with
+Each worker is a process with its own event loop and its own `Workbench`, built from the run's config JSON (as a Ray
+worker is). Workers are forked from a fork server that has imported the arena once (`worker_context`:
+multiprocessing's `forkserver`, preloading `arena.runs.backends.worker_preload`, started once per driver process and
+as early as the run starts, `prepare_workers`), so a worker is ready in a fraction of a second instead of importing
+everything in a fresh interpreter; where there is no fork server (Windows), they are spawned. A worker takes the
+driver's environment as it is when the worker starts (`DriverState`), as a spawned one would (multiprocessing itself
+gives it the driver's `sys.path` and working directory). The driver sends it jobs; the worker plays several at once and sends back each episode with
 the blobs it made and its calls.jsonl lines (`arena.runs.backends.ray_backend.play_recorded`); the driver writes those through
 the run writer before the runner appends the episode (`arena.runs.backends.ray_backend.receive`). Everything else stays in the
 driver: resume, judging, progress, stops. A job whose awaiting task is cancelled (a run stopped by --fail-fast or
@@ -13,7 +18,8 @@ Messages, all plain tuples over `multiprocessing` queues (the queues' own thread
 driver -> worker `("play", id, job_json, blobs, resend)` (resend: a fork's recorded request, or None),
 `("cancel", id)`, `("granted", rid)`, `("stored", blob_ids)` (blobs of a finished episode, now in the run's store:
 the worker does not send them again), `None` (stop);
-worker -> driver `("ready", w, pid)`, `("failed", w, message)`, `("done", id, *what play_recorded returns)`,
+worker -> driver `("ready", w, pid)`, `("failed", w, message)`, `("done", id, *what play_recorded returns, cpu)`
+(cpu: the worker's CPU seconds since it was ready),
 `("error", id, message)`, `("acquire", w, rid, endpoint)`, `("release", endpoint)`.
 A worker that dies fails the jobs it held, with its exit code; a worker whose driver died stops by itself.
 """
@@ -25,11 +31,15 @@ import atexit
 import itertools
 import multiprocessing
 import os
+from multiprocessing import forkserver
 import queue
 import sys
 import threading
+import time
 import traceback
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from multiprocessing.context import BaseContext
 from typing import Any, AsyncIterator
 
 from arena.core.trajectory import Episode
@@ -47,8 +57,46 @@ START_TIMEOUT = 120.0  # seconds a worker may take to import the arena and build
 POLL = 0.5  # seconds between checks that the workers are alive
 
 
+PRELOAD = "arena.runs.backends.worker_preload"
+_context: BaseContext | None = None
+
+
 class WorkerError(RuntimeError):
     """A worker process failed to start, died, or could not play a job."""
+
+
+def worker_context() -> BaseContext:
+    """The multiprocessing context workers start in: `forkserver` preloading the arena (set up once per process),
+    else `spawn`. Never `fork`: the driver has threads and an event loop."""
+    global _context
+    if _context is None:
+        if "forkserver" in multiprocessing.get_all_start_methods():
+            _context = multiprocessing.get_context("forkserver")
+            _context.set_forkserver_preload([PRELOAD])
+        else:
+            _context = multiprocessing.get_context("spawn")
+    return _context
+
+
+def prepare_workers() -> None:
+    """Start the fork server now (it imports the arena while the driver loads the run's data); a no-op when it runs
+    already, or without one."""
+    context = worker_context()
+    if context.get_start_method() == "forkserver":
+        forkserver.ensure_running()
+
+
+@dataclass
+class DriverState:
+    """What a spawned worker would have inherited from the driver and one forked from the fork server must be
+    given: the driver's environment when the worker starts (keys read from it, variables set since the server
+    started). `sys.path` and the working directory travel with multiprocessing's own preparation data."""
+
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    def apply(self) -> None:
+        os.environ.clear()
+        os.environ.update(self.env)
 
 
 class DriverGate:
@@ -88,16 +136,19 @@ class DriverGate:
 
 
 def worker_main(config_json: str, run_id: str, jobs: Any, results: Any, worker: int,
-                learned: dict[str, dict[str, Any]]) -> None:
-    """Entry point of a worker process; `learned`: the limits the run has learned so far, by agent id.
+                learned: dict[str, dict[str, Any]], state: DriverState | None = None) -> None:
+    """Entry point of a worker process; `learned`: the limits the run has learned so far, by agent id; `state`: the
+    driver's environment, taken first.
 
     The process ends with `os._exit` once its workbench is closed, its messages are flushed to the driver and the
     exit handlers have run (`atexit`: logging's flush, multiprocessing's finalizers, which unlink the semaphores a
     library made here, such as tqdm's lock): the interpreter's teardown (freeing every module, ~0.13 s) is
     skipped, which every run's end waited for (exit code 0, or 1 after a failure it reported)."""
     keep_freed_memory()
-    driver, code = os.getppid(), 0
+    driver, code = os.getppid(), 0  # the driver, or the fork server (which ends when the driver does)
     try:
+        if state is not None:
+            state.apply()
         asyncio.run(_serve(config_json, run_id, jobs, results, worker, learned))
     except BaseException:
         code = 1
@@ -145,12 +196,14 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
                 return
     threading.Thread(target=forward, name="arena-worker-jobs", daemon=True).start()
     results.put(("ready", worker, os.getpid()))
+    ready_cpu = time.process_time()
     running: dict[int, asyncio.Task] = {}
     stored: set[str] = set()  # blob ids the driver has stored
 
     async def play(job_id: int, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None) -> None:
         try:
-            results.put(("done", job_id, *await play_recorded(bench, job_json, run_id, blobs, resend, stored)))
+            played = await play_recorded(bench, job_json, run_id, blobs, resend, stored)
+            results.put(("done", job_id, *played, time.process_time() - ready_cpu))
         except asyncio.CancelledError:
             pass
         except Exception as exc:
@@ -184,13 +237,15 @@ class WorkerBackend:
         """`gate` and `agents`: the driver's; the limits agents learn in workers are taken into `agents`."""
         self.store, self.writer, self.gate, self.agents = store, writer, gate, agents
         learned = {a.id: a.learned_limits() for a in agents}
-        context = multiprocessing.get_context("spawn")  # no fork of a process with threads and an event loop
+        context = worker_context()
+        state = DriverState()
         self.results = context.Queue()
         self.jobs = [context.Queue() for _ in range(config.workers or 1)]
         shipped = shipped_config(config)
-        self.procs = [context.Process(target=worker_main, args=(shipped, run_id, jobs, self.results, w, learned),
+        self.procs = [context.Process(target=worker_main, args=(shipped, run_id, jobs, self.results, w, learned, state),
                                       daemon=True, name=f"arena-worker-{w}") for w, jobs in enumerate(self.jobs)]
         self._load = [0] * len(self.procs)
+        self._cpu = [0.0] * len(self.procs)  # each worker's CPU since it was ready, as last reported
         self._pending: dict[int, tuple[int, asyncio.Future]] = {}
         self._ids = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -216,7 +271,7 @@ class WorkerBackend:
                 if dead:
                     raise WorkerError(f"worker process {dead[0][0]} exited (exit code {dead[0][1]}) before it was "
                                       "ready; a script that starts a run with workers must do so under "
-                                      "`if __name__ == '__main__':` (processes are spawned and import the main "
+                                      "`if __name__ == '__main__':` (each worker process imports the main "
                                       "module)") from None
                 if waited >= START_TIMEOUT:
                     raise WorkerError(f"worker processes did not start within {START_TIMEOUT:.0f} s") from None
@@ -253,6 +308,8 @@ class WorkerBackend:
         kind = message[0]
         if kind in ("done", "error"):
             worker, future = self._pending.pop(message[1], (None, None))
+            if kind == "done" and worker is not None:
+                self._cpu[worker] = max(self._cpu[worker], message[-1])
             if future is not None and not future.done():
                 future.set_result(message)
         elif kind == "acquire":
@@ -295,12 +352,15 @@ class WorkerBackend:
                 raise
             if message[0] == "error":
                 raise WorkerError(f"worker process {worker} could not play episode {job.key}: {message[2]}")
-            episode = await receive(self.store, self.writer, self.agents, *message[2:], f"worker process {worker}")
+            episode = await receive(self.store, self.writer, self.agents, *message[2:-1], f"worker process {worker}")
             if message[3] and self.procs[worker].is_alive():
                 self.jobs[worker].put(("stored", list(message[3])))
             return episode
         finally:
             self._load[worker] -= 1
+
+    def worker_cpu_seconds(self) -> float | None:
+        return sum(self._cpu)
 
     def _stop(self) -> None:
         self._closing = True

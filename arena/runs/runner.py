@@ -309,7 +309,7 @@ class RunSession:
             with transcript.scope(self.calls, episode.key, "judge"):
                 verdict = await self.judges.get(judge_for(episode, self.judge_name)).score(episode, store.blobs)
         try:
-            await settled(writer.durable(store.append_verdict, verdict))
+            await settled(writer.commit(store.verdicts_path, store.append_verdict, verdict))
         except (OSError, ValueError) as exc:
             self.unwritten.append(f"verdict of episode {episode.key}: {type(exc).__name__}: {exc}")
             return None
@@ -317,14 +317,14 @@ class RunSession:
             if (episode.id, judge_id) not in self.verdicts_done:
                 async with backend.gate.slot(self.judge_endpoint):
                     other = await self.judges.get(judge_id).score(episode, store.blobs)
-                await settled(writer.durable(store.append_verdict, other))
+                await settled(writer.commit(store.verdicts_path, store.append_verdict, other))
         return verdict
 
     async def record(self, episode: Episode) -> Episode:
         cost = usage_cost(_usage_of(episode), self.prices.get(episode.agent))
         if cost is not None:
             episode.meta["cost"] = round(cost, 8)
-        written = self.writer.durable(self.store.append_episode, episode)
+        written = self.writer.commit(self.store.episodes_path, self.store.append_episode, episode)
         # a stop is decided at once, so that no other request leaves while the line is being fsynced
         self.stop_if(self.stops.observe(episode, usage_cost(_spent_usage(episode), self.prices.get(episode.agent))))
         try:

@@ -251,6 +251,7 @@ class WorkerBackend:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reader: threading.Thread | None = None
         self._closing = False
+        self._exited: dict[int, int | None] = {}  # worker -> exit code, as the reader thread found it
         try:
             for proc in self.procs:
                 proc.start()
@@ -288,21 +289,38 @@ class WorkerBackend:
             self._reader.start()
 
     def _read(self) -> None:
-        """Reader thread: hand each message to the event loop; notice dead workers."""
+        """Reader thread: hand the messages waiting to the event loop, as one batch (one wake-up of the loop for
+        many finished episodes); notice dead workers when idle and at least every POLL seconds (the driver asks
+        no process whether it lives per episode: each such poll is a system call on the loop's thread)."""
         assert self._loop is not None
+        checked = time.monotonic()
         while not self._closing:
+            batch = []
             try:
-                message = self.results.get(timeout=POLL)
+                batch.append(self.results.get(timeout=POLL))
+                while len(batch) < 1024:
+                    batch.append(self.results.get_nowait())
             except queue.Empty:
-                dead = [(w, p.exitcode) for w, p in enumerate(self.procs) if not p.is_alive()]
-                if dead:
-                    self._loop.call_soon_threadsafe(self._fail_dead, dead)
-                continue
+                pass
             except (EOFError, OSError):
                 return
-            if message is None:
+            if not batch or time.monotonic() - checked >= POLL:
+                checked = time.monotonic()
+                dead = [(w, p.exitcode) for w, p in enumerate(self.procs) if not p.is_alive()]
+                if dead:
+                    self._exited.update(dead)
+                    self._loop.call_soon_threadsafe(self._fail_dead, dead)
+            if None in batch:
+                batch = batch[:batch.index(None)]
+                if batch:
+                    self._loop.call_soon_threadsafe(self._deliver_all, batch)
                 return
-            self._loop.call_soon_threadsafe(self._deliver, message)
+            if batch:
+                self._loop.call_soon_threadsafe(self._deliver_all, batch)
+
+    def _deliver_all(self, batch: list[tuple]) -> None:
+        for message in batch:
+            self._deliver(message)
 
     def _deliver(self, message: tuple) -> None:
         kind = message[0]
@@ -335,7 +353,7 @@ class WorkerBackend:
         self._start_reader()
         blobs = await prefix_blobs(self.store, job)
         worker = min(range(len(self.procs)), key=lambda i: (self._load[i], i))
-        if not self.procs[worker].is_alive():
+        if worker in self._exited:
             raise WorkerError(f"worker process {worker} (pid {self.procs[worker].pid}) has exited "
                               f"(exit code {self.procs[worker].exitcode})")
         job_id = next(self._ids)
@@ -353,7 +371,7 @@ class WorkerBackend:
             if message[0] == "error":
                 raise WorkerError(f"worker process {worker} could not play episode {job.key}: {message[2]}")
             episode = await receive(self.store, self.writer, self.agents, *message[2:-1], f"worker process {worker}")
-            if message[3] and self.procs[worker].is_alive():
+            if message[3] and worker not in self._exited:
                 self.jobs[worker].put(("stored", list(message[3])))
             return episode
         finally:

@@ -8,16 +8,18 @@ as early as the run starts, `prepare_workers`), so a worker is ready in a fracti
 everything in a fresh interpreter; where there is no fork server (Windows), they are spawned. A worker takes the
 driver's environment as it is when the worker starts (`DriverState`), as a spawned one would (multiprocessing itself
 gives it the driver's `sys.path` and working directory). The driver sends it jobs; the worker plays several at once and sends back each episode with
-the blobs it made and its calls.jsonl lines (`arena.runs.backends.ray_backend.play_recorded`); the driver writes those through
-the run writer before the runner appends the episode (`arena.runs.backends.ray_backend.receive`). Everything else stays in the
+its calls.jsonl lines (`arena.runs.backends.ray_backend.play_recorded`), which the driver appends through the run writer,
+as bytes, before the runner appends the episode (`arena.runs.backends.ray_backend.receive`). Blobs (task images,
+crops) never travel: a worker reads and writes them in the run's blob store itself (content-addressed, each written
+atomically under the hash of its bytes, so two processes writing one blob is safe), before it reports the episode. Everything else stays in the
 driver: resume, judging, progress, stops. A job whose awaiting task is cancelled (a run stopped by --fail-fast or
 --max-cost) is cancelled in its worker. Per-endpoint limits are kept by the driver's gate: a worker asks the driver
 for a slot of a limited endpoint and gives it back after the request.
 
 Messages, all plain tuples over `multiprocessing` queues (the queues' own threads pickle and unpickle them):
-driver -> worker `("play", id, job_json, blobs, resend)` (resend: a fork's recorded request, or None),
-`("cancel", id)`, `("granted", rid)`, `("stored", blob_ids)` (blobs of a finished episode, now in the run's store:
-the worker does not send them again), `None` (stop);
+driver -> worker `("play", id, job_json, blobs, resend)` (resend: a fork's recorded request, or None; blobs: empty
+when the worker writes the run's blob store itself), `("cancel", id)`, `("granted", rid)`, `("stored", blob_ids)`
+(blobs of a finished episode, now in the run's store: the worker does not send them again), `None` (stop);
 worker -> driver `("ready", w, pid)`, `("failed", w, message)`, `("done", id, *what play_recorded returns, cpu)`
 (cpu: the worker's CPU seconds since it was ready),
 `("error", id, message)`, `("acquire", w, rid, endpoint)`, `("release", endpoint)`.
@@ -40,15 +42,17 @@ import traceback
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
+from pathlib import Path
 from typing import Any, AsyncIterator
 
+from arena.core.blobs import BlobStore
 from arena.core.trajectory import Episode
 from arena.endpoints import transcript
 
 from arena.runs.allocator import keep_freed_memory, startup_frozen
 from arena.runs.config import RunConfig
 from arena.runs.limits import EndpointGate
-from .ray_backend import apply_learned, play_recorded, prefix_blobs, receive, shipped_config
+from .ray_backend import apply_learned, play_recorded, receive, shipped_config
 from arena.store.store import RunStore
 from arena.runs.workbench import EpisodeJob, Workbench
 from arena.store.writer import RunWriter
@@ -63,6 +67,30 @@ _context: BaseContext | None = None
 
 class WorkerError(RuntimeError):
     """A worker process failed to start, died, or could not play a job."""
+
+
+class DriverWatch:
+    """Worker side: whether the driver still runs. The worker's parent is the driver (spawned) or the fork server;
+    the fork server outlives a killed driver as long as any worker it forked lives (each holds the fd the server
+    watches), so the driver's own pid is watched too: gone, or a zombie not yet reaped, means dead."""
+
+    def __init__(self, driver: int | None):
+        self.parent = os.getppid()
+        self.driver = driver if driver is not None else self.parent
+
+    def alive(self) -> bool:
+        if os.getppid() != self.parent:
+            return False
+        try:
+            os.kill(self.driver, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        try:  # a killed driver stays a zombie until its own parent reaps it
+            return Path(f"/proc/{self.driver}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return True  # no /proc: the pid exists, as far as can be known
 
 
 def worker_context() -> BaseContext:
@@ -93,6 +121,8 @@ class DriverState:
     started). `sys.path` and the working directory travel with multiprocessing's own preparation data."""
 
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    pid: int = field(default_factory=os.getpid)
+    """The driver's process id: a worker forked by the fork server is not the driver's child."""
 
     def apply(self) -> None:
         os.environ.clear()
@@ -136,25 +166,27 @@ class DriverGate:
 
 
 def worker_main(config_json: str, run_id: str, jobs: Any, results: Any, worker: int,
-                learned: dict[str, dict[str, Any]], state: DriverState | None = None) -> None:
+                learned: dict[str, dict[str, Any]], state: DriverState | None = None,
+                blobs_root: str | None = None) -> None:
     """Entry point of a worker process; `learned`: the limits the run has learned so far, by agent id; `state`: the
-    driver's environment, taken first.
+    driver's environment, taken first; `blobs_root`: the run's blob store, which the worker then reads and writes
+    itself (else blobs travel with the messages).
 
     The process ends with `os._exit` once its workbench is closed, its messages are flushed to the driver and the
     exit handlers have run (`atexit`: logging's flush, multiprocessing's finalizers, which unlink the semaphores a
     library made here, such as tqdm's lock): the interpreter's teardown (freeing every module, ~0.13 s) is
     skipped, which every run's end waited for (exit code 0, or 1 after a failure it reported)."""
     keep_freed_memory()
-    driver, code = os.getppid(), 0  # the driver, or the fork server (which ends when the driver does)
+    watch, code = DriverWatch(state.pid if state is not None else None), 0
     try:
         if state is not None:
             state.apply()
-        asyncio.run(_serve(config_json, run_id, jobs, results, worker, learned))
+        asyncio.run(_serve(config_json, run_id, jobs, results, worker, learned, blobs_root, watch))
     except BaseException:
         code = 1
         results.put(("failed", worker, traceback.format_exc(limit=8)))
     finally:
-        end_process(results, os.getppid() == driver, code)
+        end_process(results, watch.alive(), code)
 
 
 def end_process(results: Any, driver_alive: bool, code: int) -> None:
@@ -173,7 +205,8 @@ def end_process(results: Any, driver_alive: bool, code: int) -> None:
 
 
 async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker: int,
-                 learned: dict[str, dict[str, Any]]) -> None:
+                 learned: dict[str, dict[str, Any]], blobs_root: str | None = None,
+                 watch: DriverWatch | None = None) -> None:
     loop = asyncio.get_running_loop()
     config = RunConfig.model_validate_json(config_json)
     gate = DriverGate(EndpointGate(config.endpoint_limits), results, worker)
@@ -181,14 +214,14 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
     apply_learned(bench.agents, learned)
     inbox: asyncio.Queue = asyncio.Queue()
 
-    driver = os.getppid()
+    driver = watch or DriverWatch(None)
 
     def forward() -> None:  # a thread: the driver's messages into the event loop, the stop (None) included
         while True:
             try:
                 message = jobs.get(timeout=POLL)
             except queue.Empty:
-                if os.getppid() == driver:
+                if driver.alive():
                     continue
                 message = None  # the driver died (even by SIGKILL): stop rather than linger
             loop.call_soon_threadsafe(inbox.put_nowait, message)
@@ -199,10 +232,11 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
     ready_cpu = time.process_time()
     running: dict[int, asyncio.Task] = {}
     stored: set[str] = set()  # blob ids the driver has stored
+    run_blobs = BlobStore(blobs_root) if blobs_root is not None else None
 
     async def play(job_id: int, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None) -> None:
         try:
-            played = await play_recorded(bench, job_json, run_id, blobs, resend, stored)
+            played = await play_recorded(bench, job_json, run_id, blobs, resend, stored, run_blobs)
             results.put(("done", job_id, *played, time.process_time() - ready_cpu))
         except asyncio.CancelledError:
             pass
@@ -242,7 +276,8 @@ class WorkerBackend:
         self.results = context.Queue()
         self.jobs = [context.Queue() for _ in range(config.workers or 1)]
         shipped = shipped_config(config)
-        self.procs = [context.Process(target=worker_main, args=(shipped, run_id, jobs, self.results, w, learned, state),
+        self.procs = [context.Process(target=worker_main, args=(shipped, run_id, jobs, self.results, w, learned, state,
+                                            str(store.blobs.root)),
                                       daemon=True, name=f"arena-worker-{w}") for w, jobs in enumerate(self.jobs)]
         self._load = [0] * len(self.procs)
         self._cpu = [0.0] * len(self.procs)  # each worker's CPU since it was ready, as last reported
@@ -351,7 +386,7 @@ class WorkerBackend:
 
     async def play(self, job: EpisodeJob) -> Episode:
         self._start_reader()
-        blobs = await prefix_blobs(self.store, job)
+        blobs: dict[str, bytes] = {}  # the worker reads a prefix's blobs from the run's store itself
         worker = min(range(len(self.procs)), key=lambda i: (self._load[i], i))
         if worker in self._exited:
             raise WorkerError(f"worker process {worker} (pid {self.procs[worker].pid}) has exited "

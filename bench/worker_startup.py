@@ -1,10 +1,10 @@
 """How long `--workers N` takes to get its worker processes ready (issue 29: ≤ 1 s).
 
-For each N, a fresh interpreter (so that nothing is warm from an earlier measurement) imports the arena as the
-CLI does, then runs a 1-task dataset with `--workers N` against a local stub server; printed: the time from the
-start of `run()` to the moment the run starts playing (the runner's `on_start`, called once the backend is up),
-minus the same with the asyncio backend (`N = 0`) measured in the same interpreter first: the start-up the
-workers add. Repeated `--repeats` times per N, median and range printed.
+For each N, a fresh interpreter (nothing warm, as for `arena run`) imports the arena, then runs a 1-task dataset
+with `--workers N` against a local stub server; measured: the time from the interpreter's start to the moment the
+run starts playing (the runner's `on_start`, called once the backend is up). Printed per N: the median over
+`--repeats` fresh interpreters, and the start-up the workers add, against the same with the asyncio backend
+(N = 0, measured the same way, alternately).
 
     .venv/bin/python bench/worker_startup.py [--workers 1,2,4] [--repeats 3]
 
@@ -26,7 +26,9 @@ HERE = Path(__file__).resolve().parents[1]
 ROOT = Path(os.environ.get("ARENA_ROOT") or HERE).resolve()
 
 CHILD = r"""
-import sys, time, json
+import time
+began = time.perf_counter()
+import sys, json
 from pathlib import Path
 sys.path.insert(0, {root!r})
 sys.path.insert(1, {here!r})
@@ -36,20 +38,28 @@ from tests.support.tiny_dataset import write_tiny_dataset
 
 def main():
     data = write_tiny_dataset(Path({tmp!r}) / "data", n_items=1)
-    out = {{}}
-    for n in (0, {workers}):
-        started = time.perf_counter()
-        ready = []
-        fields = {{"workers": n}} if n else {{}}
-        run(RunConfig(data=str(data), agent="openai", judge="normalized", out={tmp!r} + "/logs", run_id=f"s{{n}}",
-                      agent_options={{"model": "bench", "base_url": {url!r}}}, **fields),
-            on_start=lambda *_: ready.append(time.perf_counter()))
-        out[n] = ready[0] - started
-    print(json.dumps(out))
+    n = {workers}
+    ready = []
+    fields = {{"workers": n}} if n else {{}}
+    run(RunConfig(data=str(data), agent="openai", judge="normalized", out={tmp!r} + "/logs", run_id=f"s{{n}}",
+                  agent_options={{"model": "bench", "base_url": {url!r}}}, **fields),
+        on_start=lambda *_: ready.append(time.perf_counter()))
+    print(json.dumps(ready[0] - began))
 
 if __name__ == "__main__":
     main()
 """
+
+
+def time_to_play(workers: int, url: str) -> float:
+    """Seconds from a fresh interpreter's start to the moment its run starts playing."""
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "child.py"
+        script.write_text(CHILD.format(root=str(ROOT), here=str(HERE), tmp=tmp, workers=workers, url=url))
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp, timeout=600)
+        if done.returncode:
+            raise SystemExit(done.stderr)
+        return float(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -62,19 +72,14 @@ def main() -> None:
     url = server.stdout.readline().strip()
     try:
         for n in [int(w) for w in args.workers.split(",")]:
-            added = []
+            alone, spread = [], []
             for _ in range(args.repeats):
-                with tempfile.TemporaryDirectory() as tmp:
-                    script = Path(tmp) / "child.py"
-                    script.write_text(CHILD.format(root=str(ROOT), here=str(HERE), tmp=tmp, workers=n, url=url))
-                    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp,
-                                          timeout=600)
-                    if done.returncode:
-                        raise SystemExit(done.stderr)
-                    times = json.loads(done.stdout.strip().splitlines()[-1])
-                    added.append(times[str(n)] - times["0"])
-            print(f"{n} worker(s): start-up added {statistics.median(added):.2f} s (median of {len(added)}; "
-                  f"{min(added):.2f}-{max(added):.2f} s); load average {os.getloadavg()[0]:.1f}", flush=True)
+                alone.append(time_to_play(0, url))
+                spread.append(time_to_play(n, url))
+            print(f"{n} worker(s): start to playing {statistics.median(spread):.2f} s (median of {len(spread)}; "
+                  f"{min(spread):.2f}-{max(spread):.2f} s), asyncio {statistics.median(alone):.2f} s: the workers add "
+                  f"{statistics.median(spread) - statistics.median(alone):.2f} s; load average "
+                  f"{os.getloadavg()[0]:.1f}", flush=True)
     finally:
         server.terminate()
 

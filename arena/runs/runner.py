@@ -4,8 +4,9 @@ Resumable: episodes already finished under the same run id are skipped, errored
 ones are run again, and finished episodes lacking a verdict are judged. Episodes are
 played by a backend: this process's event loop (asyncio), local worker processes
 (`--workers`, `arena.runs.backends.worker_backend`) or Ray workers (`arena.runs.backends.ray_backend`); either way only this
-process writes the run store, and all its writes go through one writer thread
-(`arena.store.writer`): an episode is fsynced, with its model calls, before it is counted.
+process writes the run's records (workers write the blobs they make into its content-addressed blob store), and all
+its writes go through one writer thread (`arena.store.writer`, group commit): an episode is fsynced, with its model
+calls, before it is counted. The playing phase is measured (`arena.runs.harness_cost`: summary.json `harness`).
 Budget sweeps may share trajectory prefixes (`arena.runs.prefix`).
 """
 
@@ -246,8 +247,8 @@ class RunSession:
         for agent in bench.agents:
             agent.apply_limits(self.learned.get(agent.id) or {})
         self.backend = make_backend(config, bench, self.run_id, store, self.writer)
-        self.meter = HarnessMeter("ray" if config.backend == "ray" else "workers" if config.workers else "asyncio",
-                                  config.ray_workers or 0 if config.backend == "ray" else config.workers or 0)
+        kind = "ray" if config.backend == "ray" else "workers" if config.workers else "asyncio"
+        self.meter = HarnessMeter(kind, (config.ray_workers if kind == "ray" else config.workers) or 0)
         self.judges.write_through(self.writer.append_durable)
         self.prices = {a.id: price_of((a.describe().get("endpoint") or {}).get("model"), config.price)
                        for a in bench.agents}

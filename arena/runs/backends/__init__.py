@@ -4,8 +4,9 @@
 - `worker_backend.WorkerBackend`: local worker processes (`--workers N`);
 - `ray_backend.RayBackend`: Ray workers (`--backend ray`).
 
-Whichever plays, only the driver writes the run store: a backend returns the finished `Episode` (its blobs and
-calls.jsonl lines already handed to the run writer), and the runner records it. `make_backend` picks one from
+Whichever plays, only the driver writes the run's records: a backend returns the finished `Episode` (its
+calls.jsonl lines already handed to the run writer; its blobs written into the run's blob store, by the worker
+itself where it shares the driver's filesystem), and the runner records it. `make_backend` picks one from
 the run's configuration.
 """
 

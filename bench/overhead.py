@@ -12,10 +12,16 @@ tiny dataset against a local OpenAI-compatible server in a separate process:
    processes (`--workers`, default 0 = the asyncio backend, and 2), W x C episodes of 3 calls each (`--waves` W,
    default 4); ideal = W episodes x 3 calls x delay per slot. Wall is timed from the moment the run starts
    playing (the runner's `on_start`, after worker processes are up) to the end of the run; the start-up before
-   it is printed apart.
+   it is printed apart. Issue 29: `--spread` gives each reply a lognormal delay of the same mean (sigma per
+   value, seeded; 0 = the fixed delay; its ideal is still taken at the mean delay, so its tail counts against
+   the harness: compare such rows with each other, before/after), `--servers N` serves the stub from N processes sharing one port (so
+   that it is not the bottleneck); `--ways` takes 1024 and 4096 (4096 is skipped below 8 cores, saying so). Each
+   row also gives the driver's CPU per finished episode and the run's own figures (summary.json `harness`,
+   where the checkout writes it).
 
     .venv/bin/python bench/overhead.py [--tasks 64] [--photo [--fresh-crops]] [--two-crops] [--protocol P]
-    .venv/bin/python bench/overhead.py --scale [--delays 1,0.2] [--ways 64,256] [--workers 0,2]
+    .venv/bin/python bench/overhead.py --scale [--delays 1,0.2] [--ways 64,256,1024,4096] [--workers 0,2]
+                                       [--spread 0,0.5] [--servers 4] [--waves 4]
     .venv/bin/python bench/overhead.py --crop-heavy [--workers 0,2] [--protocol P]
 
 `ARENA_ROOT=/path/to/another/checkout` imports the arena from there, for before/after figures of the same script
@@ -66,10 +72,27 @@ def dataset(path: Path, n_items: int, with_photo: bool = False) -> Path:
     return data
 
 
+MANY_CORES = 8
+"""Below this many cores the 4096-way row is skipped: 2 cores cannot show what it measures."""
+
+
 def serve(delay: float, two_crops: bool = False) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "tests.support.openai_server", "--delay", str(delay),
                              *(["--two-crops"] if two_crops else [])], cwd=HERE, stdout=subprocess.PIPE, text=True)
     return proc, proc.stdout.readline().strip()
+
+
+def serve_many(delay: float, spread: float, processes: int) -> tuple[list[subprocess.Popen], str]:
+    """The stub from `processes` processes sharing one port (SO_REUSEPORT), each drawing its delays from its own
+    seeded generator; the first picks the port."""
+    def start(port: int, seed: int) -> tuple[subprocess.Popen, str]:
+        proc = subprocess.Popen([sys.executable, "-m", "tests.support.openai_server", "--delay", str(delay),
+                                 "--spread", str(spread), "--seed", str(seed), "--port", str(port), "--reuse-port"],
+                                cwd=HERE, stdout=subprocess.PIPE, text=True)
+        return proc, proc.stdout.readline().strip()
+    first, url = start(0, 0)
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    return [first, *(start(port, seed)[0] for seed in range(1, processes))], url
 
 
 def measure(data: Path, out: Path, base_url: str, concurrency: int, run_id: str,
@@ -91,8 +114,8 @@ def server_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def over_ideal(data: Path, out: Path, base_url: str, delay: float, ways: int, workers: int, server: int,
-               protocol: str | None = None) -> str:
+def over_ideal(data: Path, out: Path, base_url: str, delay: float, ways: int, workers: int, server: int | list[int],
+               protocol: str | None = None, spread: float = 0.0) -> str:
     """One run of the dataset's episodes at concurrency `ways`: its wall time against the ideal, and the CPU
     of the driver, of the worker processes (reaped children) and of the stub server, per round."""
     fields: dict = {"workers": workers} if workers else {}
@@ -103,33 +126,51 @@ def over_ideal(data: Path, out: Path, base_url: str, delay: float, ways: int, wo
     began = time.perf_counter()
     playing: list[tuple[float, float, float]] = []
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    servers = server if isinstance(server, list) else [server]
     result = run(config, on_start=lambda *_: playing.append((time.perf_counter(), time.process_time(),
-                                                             server_cpu(server))))
-    ended, cpu, served = time.perf_counter(), time.process_time() - playing[0][1], server_cpu(server) - playing[0][2]
+                                                             sum(map(server_cpu, servers)))))
+    ended, cpu = time.perf_counter(), time.process_time() - playing[0][1]
+    served = sum(map(server_cpu, servers)) - playing[0][2]
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    worker_cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+    harness = result.summary.get("harness") or {}
+    # workers forked by a fork server are not this process's children: their CPU is what the run measured
+    worker_cpu = (harness["worker_cpu_seconds"] if harness.get("worker_cpu_seconds") is not None
+                  else after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime)
     episodes = result.episodes
     assert all(e.finish_reason == "answered" for e in episodes), "benchmark episodes must succeed"
     rounds = sum(e.totals.rounds for e in episodes)
     ideal = -(-len(episodes) // ways) * max(e.totals.rounds for e in episodes) * delay
     wall = ended - playing[0][0]
-    return (f"{delay * 1000:.0f} ms server, {ways}-way, {'asyncio' if not workers else f'{workers} workers'}: "
+    own = (f"; the run's own figures: harness share {100 * harness['harness_share']:.1f} %, driver busy "
+           f"{100 * harness['driver_load']:.0f} %" if harness.get("harness_share") is not None else "")
+    latency = f"{delay * 1000:.0f} ms server" + (f" (lognormal, sigma {spread:g})" if spread else "")
+    return (f"{latency}, {ways}-way, {'asyncio' if not workers else f'{workers} workers'}: "
             f"{len(episodes)} episodes, {rounds} calls, wall {wall:.2f} s vs ideal {ideal:.2f} s = "
             f"{100 * (wall / ideal - 1):+.1f} % (start-up {playing[0][0] - began:.2f} s); CPU per round: "
-            f"driver {cpu / rounds * 1000:.1f} ms, workers {worker_cpu / rounds * 1000:.1f} ms (start-up included), "
-            f"stub server {served / rounds * 1000:.1f} ms; load average {os.getloadavg()[0]:.1f}")
+            f"driver {cpu / rounds * 1000:.2f} ms, workers {worker_cpu / rounds * 1000:.2f} ms, "
+            f"stub server {served / rounds * 1000:.1f} ms; driver CPU per finished episode "
+            f"{cpu / len(episodes) * 1000:.2f} ms{own}; load average {os.getloadavg()[0]:.1f}")
 
 
-def scale(tmp_path: Path, delays: list[float], ways: list[int], workers: list[int], waves: int) -> None:
+def scale(tmp_path: Path, delays: list[float], ways: list[int], workers: list[int], waves: int,
+          spreads: list[float] = [0.0], servers: int = 1) -> None:
+    cores = os.cpu_count() or 1
+    for way in [w for w in ways if w >= 4096 and cores < MANY_CORES]:
+        print(f"{way}-way: skipped, many-core only ({cores} cores here, {MANY_CORES} or more needed for the "
+              "driver, its workers and the stub server not to share the cores they are measured on)", flush=True)
+    ways = [w for w in ways if w < 4096 or cores >= MANY_CORES]
     for delay in delays:
-        proc, url = serve(delay)
-        try:
-            for way in ways:
-                data = dataset(tmp_path / f"data{way}", waves * way)
-                for n in workers:
-                    print(over_ideal(data, tmp_path / f"d{delay}", url, delay, way, n, proc.pid), flush=True)
-        finally:
-            proc.terminate()
+        for spread in spreads:
+            procs, url = serve_many(delay, spread, servers)
+            try:
+                for way in ways:
+                    data = dataset(tmp_path / f"data{way}", waves * way)
+                    for n in workers:
+                        print(over_ideal(data, tmp_path / f"d{delay}-{spread}", url, delay, way, n,
+                                         [p.pid for p in procs], spread=spread), flush=True)
+            finally:
+                for proc in procs:
+                    proc.terminate()
 
 
 def crop_heavy(tmp_path: Path, workers: list[int], protocol: str | None) -> None:
@@ -165,6 +206,8 @@ def main() -> None:
     parser.add_argument("--ways", default="64,256", help="concurrencies (--scale)")
     parser.add_argument("--workers", default="0,2", help="worker processes, 0 = asyncio backend (--scale)")
     parser.add_argument("--waves", type=int, default=4, help="episodes per concurrency slot (--scale)")
+    parser.add_argument("--spread", default="0", help="lognormal sigmas of the server delay, 0 = fixed (--scale)")
+    parser.add_argument("--servers", type=int, default=4, help="stub server processes on one port (--scale)")
     parser.add_argument("--two-crops", action="store_true", help="crop, crop, answer (else crop, search, answer)")
     parser.add_argument("--protocol", choices=["original", "arena"], help="the runs' protocol (default: by the data)")
     parser.add_argument("--crop-heavy", action="store_true", help="only issue 13's crop-heavy workload (1 s, 64-way)")
@@ -175,7 +218,8 @@ def main() -> None:
         tmp_path = Path(tmp)
         if args.scale:
             scale(tmp_path, [float(d) for d in args.delays.split(",")], [int(w) for w in args.ways.split(",")],
-                  [int(n) for n in args.workers.split(",")], args.waves)
+                  [int(n) for n in args.workers.split(",")], args.waves,
+                  [float(s) for s in args.spread.split(",")], args.servers)
             return
         if args.crop_heavy:
             crop_heavy(tmp_path, [int(n) for n in args.workers.split(",")], args.protocol)

@@ -52,6 +52,38 @@ def test_a_durable_write_fsyncs_the_lines_appended_before_it(tmp_path: Path, wri
     assert writer.problems == []
 
 
+def test_records_waiting_together_are_committed_with_one_fsync_per_file_and_count_only_once_synced(
+        tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
+    """Group commit: 50 episodes (each after its calls line) queued while the writer is busy are written in their
+    order with one fsync of calls.jsonl before them and one of episodes.jsonl after them; no episode's future
+    completes before its line is fsynced; a write queued after them (a barrier) sees every one of them."""
+    synced: list[str] = []
+    real = os.fsync
+    done_at_sync: list[int] = []
+    futures: list = []
+
+    def spy(fd: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        done_at_sync.append(sum(f.done() for f in futures))
+        real(fd)
+    monkeypatch.setattr(os, "fsync", spy)
+    calls, episodes, gate = tmp_path / "calls.jsonl", tmp_path / "episodes.jsonl", threading.Event()
+    busy = writer.submit(gate.wait)
+    for n in range(50):
+        writer.append(calls, b'{"round": %d}\n' % n)
+        futures.append(writer.commit(episodes, append_line, episodes, b'{"key": "%d"}\n' % n))
+    seen = writer.submit(lambda: episodes.read_bytes().count(b"\n"))
+    assert not any(f.done() for f in futures)
+    gate.set()
+    busy.result()
+    assert seen.result() == 50
+    assert [f.result() for f in futures] == [len(b"".join(b'{"key": "%d"}\n' % i for i in range(n)))
+                                             for n in range(50)]  # each line's offset, in submission order
+    assert synced == ["calls.jsonl", "episodes.jsonl"] and done_at_sync == [0, 0]
+    assert episodes.read_bytes() == b"".join(b'{"key": "%d"}\n' % n for n in range(50))
+    assert writer.problems == []
+
+
 def test_a_cancelled_awaiter_still_gets_its_record_written(tmp_path: Path, writer: RunWriter) -> None:
     path, gate = tmp_path / "episodes.jsonl", threading.Event()
 

@@ -28,6 +28,7 @@ from arena.runs.plugins import load_plugins
 from arena.runs.runner import RunResult, execute
 from arena.runs.stops import FAILED
 from arena.store.migrate import protocol_of
+from arena.store.records import HarnessCost
 from arena.store.store import RunStore
 
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -194,6 +195,9 @@ def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None, lege
         console.print(line, markup=False, highlight=False)
     if headlines and run_dir is not None:
         console.print(f"all suite figures: arena report {run_dir}", highlight=False)
+    if summary.get("harness"):
+        for line in HarnessCost.model_validate(summary["harness"]).lines():
+            console.print(line, markup=False, highlight=False)
     for warning in judge_warnings(summary) + list(summary.get("warnings", [])):
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
 

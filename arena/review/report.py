@@ -5,26 +5,29 @@ setting) swept over budgets, the Table 5 layout (rows N = ..., Pass@1 ± std ove
 repeats, L1/L2/L3, average tool calls and rounds, tool utilisation); Pass@1 per
 category; the suites' tables in their papers' layouts (`arena.review.suite_tables`: CARV Table 2, UReason per
 setting with Δ, MM-CondChain per domain) and every suite figure flat; failure
-taxonomy; judge agreement; model calls made and saved by prefix sharing.
+taxonomy; judge agreement; model calls made and saved by prefix sharing; what the harness cost (summary.json's
+`harness`, measured while the run played: it cannot be recomputed after the fact).
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena.judges.agreement import agreements
 from arena.judges.prompt_book import protocol_label
+from arena.store.records import HarnessCost
+from arena.store.scan import model_call_counts_scan
 
 from .compare import COLUMNS, compare_runs
 from .failures import LABELS, Record, failure_groups, verdict_records
 from .plot import sweep_png
-from arena.judges.agreement import agreements
-from .rundata import RunData
-from arena.store.scan import model_call_counts_scan
 from .report_table import Table
+from .rundata import RunData
 from .suite_tables import suite_tables
 from .table import ci_text, flatten, fmt
 
@@ -196,6 +199,31 @@ def calls_table(runs: list[RunData]) -> Table:
     return table
 
 
+def harness_of(run: RunData) -> HarnessCost | None:
+    """summary.json's `harness` group (what the last session that played measured), None when absent."""
+    try:
+        written = json.loads(run.store.summary_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    harness = written.get("harness") if isinstance(written, dict) else None
+    return HarnessCost.model_validate(harness) if harness else None
+
+
+def harness_table(runs: list[RunData]) -> Table | None:
+    table = Table("Harness cost (the last session that played)",
+                  ["run", "backend", "episodes", "rounds", "driver CPU / round (ms)", "driver CPU / episode (ms)",
+                   "worker CPU / round (ms)", "driver busy (%)", "harness share of episode time (%)", "hint"])
+    for run in runs:
+        h = harness_of(run)
+        if h is None or not h.episodes:
+            continue
+        table.rows.append([run.run_id, h.backend + (f" ×{h.workers}" if h.workers else ""), str(h.episodes),
+                           str(h.rounds), fmt(h.driver_cpu_per_round_ms, 3), fmt(h.driver_cpu_per_episode_ms, 3),
+                           fmt(h.worker_cpu_per_round_ms, 3), fmt(100 * h.driver_load, 1),
+                           fmt(None if h.harness_share is None else 100 * h.harness_share, 1), h.hint or ""])
+    return table if table.rows else None
+
+
 @dataclass
 class Report:
     runs: list[RunData]
@@ -241,6 +269,9 @@ def build_report(runs: list[RunData]) -> Report:
     if agree is not None:
         tables.append(agree)
     tables.append(calls_table(runs))
+    harness = harness_table(runs)
+    if harness is not None:
+        tables.append(harness)
     protocols = sorted({protocol_label(str((r.info.get("config") or {}).get("protocol")), r.info.get("prompts"))
                         for r in runs if (r.info.get("config") or {}).get("protocol")})
     for table in tables:

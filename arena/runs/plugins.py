@@ -10,7 +10,9 @@ Also the one place that calls registered factories with user options.
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
@@ -45,6 +47,16 @@ def load_entry_points(group: str = ENTRY_POINT_GROUP) -> list[str]:
         elif callable(target) and not inspect.ismodule(target):
             target()
         _loaded.add(ep.value)
+    return names
+
+
+def built_in_modules() -> list[str]:
+    """The modules `load_plugins` imports for the built-in packages (their names; the packages are imported)."""
+    names = []
+    for package in BUILT_IN:
+        path = importlib.import_module(package).__path__
+        names += [f"{package}.{m.name}" for m in sorted(pkgutil.iter_modules(path), key=lambda m: m.name)
+                  if not m.name.startswith("_")]
     return names
 
 

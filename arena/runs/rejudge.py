@@ -82,7 +82,7 @@ async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, labe
                 verdict = await judges.get(judge_for(episode, judge)).score(episode, store.blobs)
         if label:
             verdict = verdict.model_copy(update={"judge": label})
-        await settled(writer.durable(store.append_verdict, verdict))
+        await settled(writer.commit(store.verdicts_path, store.append_verdict, verdict))
         if progress:
             progress(episode, verdict)
 

@@ -4,8 +4,9 @@ Resumable: episodes already finished under the same run id are skipped, errored
 ones are run again, and finished episodes lacking a verdict are judged. Episodes are
 played by a backend: this process's event loop (asyncio), local worker processes
 (`--workers`, `arena.runs.backends.worker_backend`) or Ray workers (`arena.runs.backends.ray_backend`); either way only this
-process writes the run store, and all its writes go through one writer thread
-(`arena.store.writer`): an episode is fsynced, with its model calls, before it is counted.
+process writes the run's records (workers write the blobs they make into its content-addressed blob store), and all
+its writes go through one writer thread (`arena.store.writer`, group commit): an episode is fsynced, with its model
+calls, before it is counted. The playing phase is measured (`arena.runs.harness_cost`: summary.json `harness`).
 Budget sweeps may share trajectory prefixes (`arena.runs.prefix`).
 """
 
@@ -40,9 +41,10 @@ from arena.store.store import RunStore
 from arena.store.writer import RunWriter, settled
 
 from .allocator import keep_freed_memory, startup_frozen
-from .backends import Backend, make_backend
+from .backends import Backend, make_backend, prepare_workers
 from .config import RunConfig, slug
 from .fork import fork_prefix
+from .harness_cost import HarnessMeter
 from .judging import Judges
 from .limits import RunSlots, endpoint_of
 from .outage import outage_of_episode, outage_of_verdict
@@ -174,6 +176,8 @@ async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | N
     `tool_options.cassette`, the cassette is `<run dir>/cassettes.sqlite`."""
     keep_freed_memory()
     config = config.model_copy(deep=True)
+    if config.workers and config.backend != "ray":
+        prepare_workers()  # the workers' fork server imports the arena while the data loads
     bench = Workbench(config)
     try:
         with startup_frozen():
@@ -291,6 +295,8 @@ class RunSession:
         for agent in bench.agents:
             agent.apply_limits(self.learned.get(agent.id) or {})
         self.backend = make_backend(config, bench, self.run_id, store, self.writer)
+        kind = "ray" if config.backend == "ray" else "workers" if config.workers else "asyncio"
+        self.meter = HarnessMeter(kind, (config.ray_workers if kind == "ray" else config.workers) or 0)
         self.judges.write_through(self.writer.append_durable)
         self.prices = {a.id: price_of((a.describe().get("endpoint") or {}).get("model"), config.price)
                        for a in bench.agents}
@@ -322,7 +328,11 @@ class RunSession:
         open_families = [f for f in work.families if any(c.key not in work.done for c in f.cells)]
         self.tasks.extend(asyncio.ensure_future(c) for c in [*(self.run_family(f) for f in open_families),
                                                              *(self.rejudge(e) for e in work.unjudged)])
-        outcomes = await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.meter.start()
+        try:
+            outcomes = await asyncio.gather(*self.tasks, return_exceptions=True)
+        finally:
+            self.meter.stop()
         failures = [o for o in outcomes if isinstance(o, BaseException) and not isinstance(o, asyncio.CancelledError)]
         if failures:
             raise failures[0]
@@ -358,7 +368,7 @@ class RunSession:
             with transcript.scope(self.calls, episode.key, "judge"):
                 verdict = await self.judges.get(judge_for(episode, self.judge_name)).score(episode, store.blobs)
         try:
-            await settled(writer.durable(store.append_verdict, verdict))
+            await settled(writer.commit(store.verdicts_path, store.append_verdict, verdict))
         except (OSError, ValueError) as exc:
             self.unwritten.append(f"verdict of episode {episode.key}: {type(exc).__name__}: {exc}")
             return None
@@ -366,14 +376,14 @@ class RunSession:
             if (episode.id, judge_id) not in self.verdicts_done:
                 async with backend.gate.slot(self.judge_endpoint):
                     other = await self.judges.get(judge_id).score(episode, store.blobs)
-                await settled(writer.durable(store.append_verdict, other))
+                await settled(writer.commit(store.verdicts_path, store.append_verdict, other))
         return verdict
 
     async def record(self, episode: Episode) -> Episode:
         cost = usage_cost(_usage_of(episode), self.prices.get(episode.agent))
         if cost is not None:
             episode.meta["cost"] = round(cost, 8)
-        written = self.writer.durable(self.store.append_episode, episode)
+        written = self.writer.commit(self.store.episodes_path, self.store.append_episode, episode)
         # a stop is decided at once, so that no other request leaves while the line is being fsynced
         self.stop_if(self.stops.observe(episode, usage_cost(_spent_usage(episode), self.prices.get(episode.agent))),
                      outage_of_episode(episode))
@@ -398,6 +408,7 @@ class RunSession:
         async with self.slots.slot():
             with transcript.scope(self.calls, job.key, "agent", again):
                 episode = await self.backend.play(job)
+        self.meter.observe(episode)
         return await self.record(episode)
 
     async def derive_cell(self, source: Episode, cell: Cell) -> None:
@@ -465,6 +476,12 @@ class RunSession:
                 if (group["agent"], group["setting"], group["max_rounds"]) in costs:
                     group["cost"] = costs[(group["agent"], group["setting"], group["max_rounds"])]
             warnings += [w for w in previous.get("warnings", []) if w not in warnings]
+        if self.meter.times.episodes:
+            summary["harness"] = self.meter.figures(self.backend.worker_cpu_seconds() if self.backend else None)
+        elif store.summary_path.is_file():  # nothing played now: the figures of the session that played
+            previous_harness = json.loads(store.summary_path.read_text()).get("harness")
+            if previous_harness:
+                summary["harness"] = previous_harness
         if self.learned:
             summary["learned_limits"] = self.learned
         if self.params:

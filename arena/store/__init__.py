@@ -12,8 +12,8 @@ core's records: no Ray, no plug-in, no agent, tool or suite.
 """
 
 from .read import FRAME_COLUMNS, Run, open_run
-from .records import FORMAT_VERSION, CallRecord, Episode, RunInfo, RunSummary, SummaryGroup, Verdict
+from .records import FORMAT_VERSION, CallRecord, Episode, HarnessCost, RunInfo, RunSummary, SummaryGroup, Verdict
 from .store import RunStoreError
 
 __all__ = ["open_run", "Run", "FRAME_COLUMNS", "FORMAT_VERSION", "RunInfo", "Episode", "Verdict", "CallRecord",
-           "RunSummary", "SummaryGroup", "RunStoreError"]
+           "RunSummary", "SummaryGroup", "HarnessCost", "RunStoreError"]

@@ -26,7 +26,8 @@ FORMAT_VERSION = 2
 """1: records before versioning (run.json `version` 1, episode lines without `format`); 2: `format` on episode
 lines, `version` 2 in run.json (nothing else changed: a format-1 run reads as it always did)."""
 
-__all__ = ["FORMAT_VERSION", "RunInfo", "Episode", "Verdict", "CallRecord", "DataSource", "SummaryGroup", "RunSummary"]
+__all__ = ["FORMAT_VERSION", "RunInfo", "Episode", "Verdict", "CallRecord", "DataSource", "SummaryGroup",
+           "HarnessCost", "RunSummary"]
 
 
 class RunInfo(BaseModel):
@@ -97,6 +98,66 @@ class SummaryGroup(BaseModel):
     max_rounds: int
 
 
+class HarnessCost(BaseModel):
+    """What the arena itself cost while it played (`arena.runs.harness_cost`), for the episodes played by the
+    session that wrote the summary (a resume that plays nothing keeps the previous session's figures).
+
+    CPU is process time (`time.process_time`: every thread of the process) over the playing phase; a round is one
+    model call an episode made itself. The harness's time inside an episode is its wall time minus its model calls'
+    time (`Step.model_seconds`): what the arena spends between a model reply and the next request (tools
+    included; their part is `tool_seconds`). Sums are over the played episodes' own steps, so they are
+    recomputable from the episode records."""
+
+    model_config = ConfigDict(extra="allow")
+
+    backend: str
+    """asyncio, workers or ray."""
+    workers: int = 0
+    episodes: int = 0
+    """Episodes played by the session (not derived from a shared prefix)."""
+    rounds: int = 0
+    """Model calls those episodes made themselves."""
+    wall_seconds: float = 0.0
+    """The playing phase, start to end."""
+    driver_cpu_seconds: float = 0.0
+    worker_cpu_seconds: float | None = None
+    """Workers' CPU since they were ready (None: the episodes ran in the driver)."""
+    driver_cpu_per_round_ms: float | None = None
+    driver_cpu_per_episode_ms: float | None = None
+    worker_cpu_per_round_ms: float | None = None
+    driver_load: float = 0.0
+    """Driver CPU over wall time: cores the driver kept busy (1.0: one core saturated)."""
+    episode_seconds: float = 0.0
+    model_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    harness_seconds: float = 0.0
+    """episode_seconds - model_seconds."""
+    harness_share: float | None = None
+    """harness_seconds / episode_seconds, in [0, 1]."""
+    hint: str | None = None
+
+    def lines(self) -> list[str]:
+        """The figures as printed lines (under the summary table, in `arena report`); none when nothing played."""
+        if not self.episodes:
+            return []
+
+        def ms(value: float | None) -> str:
+            return "-" if value is None else f"{value:.2f} ms"
+
+        who = self.backend + (f", {self.workers} workers" if self.workers else "")
+        share = "-" if self.harness_share is None else f"{self.harness_share:.1%}"
+        lines = [f"harness cost ({who}; {self.episodes} episodes played, {self.rounds} rounds): driver CPU "
+                 f"{ms(self.driver_cpu_per_round_ms)} per round, {ms(self.driver_cpu_per_episode_ms)} per episode "
+                 f"(busy {self.driver_load:.0%} of {self.wall_seconds:.1f} s)"
+                 + (f"; workers' CPU {ms(self.worker_cpu_per_round_ms)} per round"
+                    if self.worker_cpu_per_round_ms is not None else ""),
+                 f"harness share of episode time: {share} ({self.harness_seconds:.2f} s of "
+                 f"{self.episode_seconds:.2f} s; model {self.model_seconds:.2f} s, tools {self.tool_seconds:.2f} s)"]
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        return lines
+
+
 class RunSummary(BaseModel):
     """summary.json: one entry per (agent, setting, max_rounds) group, for the judge named in `judge`."""
 
@@ -110,3 +171,4 @@ class RunSummary(BaseModel):
     model_calls: dict[str, Any] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     prefix_sharing: bool = False
+    harness: HarnessCost | None = None

@@ -107,8 +107,8 @@ class RunStore:
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
         os.replace(tmp, path)
 
-    def _append(self, path: Path, record: BaseModel) -> int:
-        return append_line(path, record_line(record).encode())
+    def _append(self, path: Path, record: BaseModel, fsync: bool = True) -> int:
+        return append_line(path, record_line(record).encode(), fsync=fsync)
 
     def index(self, persist: bool = True) -> EpisodeIndex:
         """The episode index, checked against episodes.jsonl when first asked for (see `arena.store.run_index`).
@@ -118,11 +118,13 @@ class RunStore:
             self._index = EpisodeIndex.load(self.episodes_path, persist)
         return self._index
 
-    def append_episode(self, episode: Episode) -> None:
+    def append_episode(self, episode: Episode, fsync: bool = True) -> None:
+        """Append the episode's line (fsynced unless `fsync` is off: the run writer's group commit fsyncs it) and
+        its index entry."""
         index = self.index()
         episode.format = FORMAT_VERSION  # the record now says the format it is written in
         line = record_line(episode).encode()
-        offset = append_line(self.episodes_path, line)
+        offset = append_line(self.episodes_path, line, fsync=fsync)
         index.add(entry_of(line, offset))
 
     def read_episode(self, entry: Entry) -> Episode:
@@ -136,8 +138,8 @@ class RunStore:
             raise RunStoreError(f"{self.episodes_path}: byte {entry.offset}: not a valid Episode record: "
                                 f"{exc.errors()[0]['msg']}") from None
 
-    def append_verdict(self, verdict: Verdict) -> None:
-        self._append(self.verdicts_path, verdict)
+    def append_verdict(self, verdict: Verdict, fsync: bool = True) -> None:
+        self._append(self.verdicts_path, verdict, fsync)
 
     def all_episodes(self) -> list[Episode]:
         return list(read_records(self.episodes_path, Episode))

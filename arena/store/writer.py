@@ -3,9 +3,16 @@
 Contract:
 - One thread, first in first out: a write submitted before another is finished before it starts.
 - `append(path, line)` appends without fsync (calls.jsonl: many lines per episode); the path is remembered as
-  unsynced. `durable(fn, ...)` first fsyncs every unsynced path, then runs `fn` (an episode or verdict append,
-  which fsyncs its own line). So when a durable write's future completes, the record is on disk and so is every
-  line and blob submitted before it: a finished episode is fsynced with its calls before it is counted.
+  unsynced. `durable(fn, ...)` first fsyncs every unsynced path, then runs `fn` (which fsyncs its own write).
+  So when a durable write's future completes, the record is on disk and so is every line and blob submitted
+  before it: a finished episode is fsynced with its calls before it is counted.
+- Group commit: `commit(path, fn, ...)` is a durable write whose `fn` appends to `path` without fsync
+  (`fn(..., fsync=False)`). The thread takes every write waiting in its queue as one batch; the batch's commits
+  are applied after its other appends and blob writes, between two fsync rounds (what was appended before them,
+  then their own files), and their futures complete after the second: one fsync per file for many records, the
+  same guarantee as `durable` (a record counts once it is on disk with everything submitted before it). Any
+  other write in the batch (`submit`, `durable`, a flush) is a barrier: the commits before it are completed first,
+  so first in first out holds for everything but a commit overtaken by independent appends and blob writes.
 - Torn tails stay safe: appends go through `arena.core.jsonl.append_line`, which cuts a torn tail first.
 - `settled` awaits a write to its end even if the awaiting task is cancelled meanwhile (a run stopped by
   --fail-fast or --max-cost cancels episodes; a finished one must still reach the disk), then re-raises the cancel.
@@ -31,34 +38,98 @@ from .file_digests import put_task_file, remembered
 
 T = TypeVar("T")
 
+MAX_BATCH = 4096
+"""Writes taken from the queue at once (bounds how long the first commit of a batch waits for the others)."""
+WRITE, APPEND, COMMIT = "write", "append", "commit"
+
 
 class RunWriter:
     """A thread with a queue doing the run's file writes (see the module docstring)."""
 
     def __init__(self, name: str = "arena-run-writer"):
-        self._queue: queue.SimpleQueue[tuple[Future, Callable[..., Any], tuple] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[Future, Callable[..., Any], tuple, str, Path | None] | None] = \
+            queue.SimpleQueue()
         self._unsynced: set[Path] = set()
         self.problems: list[str] = []
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
     def _serve(self) -> None:
-        while (item := self._queue.get()) is not None:
-            future, fn, args = item
+        while True:
+            batch = [self._queue.get()]
+            while batch[-1] is not None and len(batch) < MAX_BATCH:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            commits: list[tuple[Future, Callable[..., Any], tuple, Path]] = []
+            for item in batch:
+                if item is None:
+                    self._commit(commits)
+                    return
+                future, fn, args, kind, path = item
+                if kind == COMMIT:
+                    commits.append((future, fn, args, path))
+                    continue
+                if kind != APPEND and commits:  # a barrier: the commits before it first
+                    self._commit(commits)
+                    commits = []
+                self._run(future, fn, args)
+            self._commit(commits)
+
+    @staticmethod
+    def _run(future: Future, fn: Callable[..., Any], args: tuple) -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # handed to whoever waits on the future
+            future.set_exception(exc)
+
+    def _commit(self, commits: list[tuple[Future, Callable[..., Any], tuple, Path]]) -> None:
+        """Apply a batch's commits between two fsync rounds; complete their futures after the second."""
+        if not commits:
+            return
+        try:
+            self._sync()
+        except BaseException as exc:  # nothing before them is known durable: none of them is written
+            for future, *_ in commits:
+                if future.set_running_or_notify_cancel():
+                    future.set_exception(exc)
+            return
+        done: list[tuple[Future, Any]] = []
+        for future, fn, args, path in commits:
             if not future.set_running_or_notify_cancel():
                 continue
             try:
-                future.set_result(fn(*args))
-            except BaseException as exc:  # handed to whoever waits on the future
+                done.append((future, fn(*args, fsync=False)))
+                self._unsynced.add(path)
+            except BaseException as exc:
                 future.set_exception(exc)
+        try:
+            self._sync()
+        except BaseException as exc:
+            for future, _ in done:
+                future.set_exception(exc)
+            return
+        for future, result in done:
+            future.set_result(result)
 
     def submit(self, fn: Callable[..., T], *args: Any) -> "Future[T]":
         """Run `fn(*args)` on the writer thread after everything submitted before."""
+        return self._put(WRITE, None, fn, args)
+
+    def _put(self, kind: str, path: Path | None, fn: Callable[..., Any], args: tuple) -> Future:
         if not self._thread.is_alive():
             raise RuntimeError("the run writer is closed")
-        future: Future[T] = Future()
-        self._queue.put((future, fn, args))
+        future: Future = Future()
+        self._queue.put((future, fn, args, kind, path))
         return future
+
+    def commit(self, path: Path, fn: Callable[..., T], *args: Any) -> "Future[T]":
+        """A durable write by group commit (see the module docstring): `fn(*args, fsync=False)` appends to `path`;
+        the future completes once that is fsynced, with every line and blob submitted before it."""
+        return self._put(COMMIT, Path(path), fn, args)
 
     def _noted(self, future: Future, what: str) -> None:
         def note(done: Future) -> None:
@@ -70,7 +141,7 @@ class RunWriter:
     def append(self, path: Path, line: bytes) -> "Future[int]":
         """Append one line without fsync (it is fsynced before the next durable write); returns its offset."""
         path = path if isinstance(path, Path) else Path(path)
-        future = self.submit(self._append, path, line)
+        future = self._put(APPEND, None, self._append, (path, line))
         self._noted(future, f"{path.name} line")
         return future
 
@@ -101,8 +172,8 @@ class RunWriter:
         self.submit(self._sync).result()
 
     async def append_durable(self, path: Path, line: bytes) -> None:
-        """Append one line and fsync it (a judge-cache line), awaited from the event loop."""
-        await settled(self.durable(append_line, path, line))
+        """Append one line and fsync it (a judge-cache line; by group commit), awaited from the event loop."""
+        await settled(self.commit(path, append_line, path, line))
 
     def blobs(self, blobs_root: Path) -> WriterBlobStore:
         """The blob store episodes played in this process write through (from threads, never the event loop)."""
@@ -168,7 +239,7 @@ class WriterBlobStore(BlobStore):
             if blob_id in self._pending:
                 return blob_id
             self._pending[blob_id] = data
-        future = self.writer.submit(self._write, blob_id, data)
+        future = self.writer._put(APPEND, None, self._write, (blob_id, data))  # independent of the records
         self.writer._noted(future, f"blob {blob_id}")
         return blob_id
 

@@ -11,12 +11,17 @@ in `server.requests`; every POST's raw body and the raw bytes answered (status, 
 
 The benchmarks' server (`python -m tests.support.openai_server`) keeps nothing (a run of 15 MB requests would
 hold gigabytes) and skims each body for what its scripted model needs (`skim`) instead of parsing megabytes of
-images in Python on the cores the harness is measured on.
+images in Python on the cores the harness is measured on. `--spread S` draws each reply's delay from a lognormal
+distribution with mean `--delay` (sigma S, seeded by `--seed`), so replies do not all arrive at the same instant;
+`--port P --reuse-port` lets several server processes share one port (Linux SO_REUSEPORT spreads connections over
+them), so that the server is not the bottleneck of a benchmark.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import random
 import re
 import threading
 import time
@@ -76,9 +81,13 @@ def skim(raw: bytes) -> dict[str, Any]:
     return {"model": "bench", "messages": [{"role": "assistant"}] * len(_ASSISTANT.findall(raw))}
 
 
+class _SharedPortServer(_Server):
+    allow_reuse_port = True  # SO_REUSEPORT: several processes serve one port
+
+
 class OpenAIStub:
     def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0, keep: bool = True,
-                 parse: Callable[[bytes], Any] = json.loads):
+                 parse: Callable[[bytes], Any] = json.loads, reuse_port: bool = False):
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self.exchanges: list[tuple[bytes, int, bytes]] = []
@@ -135,7 +144,7 @@ class OpenAIStub:
                     return
                 self._send(200, reply.body or completion_body(reply, request.get("model", "stub")))
 
-        self._server = _Server((host, port), Handler)
+        self._server = (_SharedPortServer if reuse_port else _Server)((host, port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -169,9 +178,18 @@ def last_user_text(request: dict[str, Any]) -> str:
     return ""
 
 
-def bench_responder(delay: float, two_crops: bool = False) -> Responder:
+def bench_responder(delay: float, two_crops: bool = False, spread: float = 0.0, seed: int = 0) -> Responder:
     """Crop, then search, then answer: the shape of a short VistaArena episode (`two_crops`: crop the sign, then a
-    second box of the image, then answer, as issue 13's crop-heavy workload)."""
+    second box of the image, then answer, as issue 13's crop-heavy workload). With `spread` > 0 each reply waits
+    `delay` times a lognormal factor of mean 1 (sigma `spread`, from a generator seeded with `seed`)."""
+    draw = random.Random(seed)
+    lock = threading.Lock()
+
+    def wait() -> float:
+        if not spread:
+            return delay
+        with lock:
+            return delay * math.exp(draw.gauss(-spread * spread / 2, spread))
     crop = '<think>zoom</think><tool_call>{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [700, 80, 960, 220]}}</tool_call>'
     search = '<think>search</think><tool_call>{"name": "text_search_tool", "arguments": {"query": "Orvanta Lighthouse"}}</tool_call>'
     second = '<think>zoom</think><tool_call>{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [100, 450, 500, 900]}}</tool_call>'
@@ -180,7 +198,7 @@ def bench_responder(delay: float, two_crops: bool = False) -> Responder:
 
     def respond(request: dict[str, Any]) -> Reply:
         n = sum(1 for m in request.get("messages", []) if m.get("role") == "assistant")
-        return Reply(content=turns[min(n, 2)], delay=delay)
+        return Reply(content=turns[min(n, 2)], delay=wait())
 
     return respond
 
@@ -192,8 +210,13 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="Serve the benchmark's scripted model on 127.0.0.1.")
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--two-crops", action="store_true", help="crop, crop, answer (else crop, search, answer)")
+    parser.add_argument("--spread", type=float, default=0.0, help="lognormal sigma of the delay (0: fixed)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--reuse-port", action="store_true", help="share the port with other server processes")
     args = parser.parse_args()
-    server = OpenAIStub(bench_responder(args.delay, args.two_crops), keep=False, parse=skim)
+    server = OpenAIStub(bench_responder(args.delay, args.two_crops, args.spread, args.seed), keep=False, parse=skim,
+                        port=args.port, reuse_port=args.reuse_port)
     print(server.base_url, flush=True)
     sys.stdout.flush()
     server._server.serve_forever()

@@ -4,8 +4,9 @@
 - `worker_backend.WorkerBackend`: local worker processes (`--workers N`);
 - `ray_backend.RayBackend`: Ray workers (`--backend ray`).
 
-Whichever plays, only the driver writes the run store: a backend returns the finished `Episode` (its blobs and
-calls.jsonl lines already handed to the run writer), and the runner records it. `make_backend` picks one from
+Whichever plays, only the driver writes the run's records: a backend returns the finished `Episode` (its
+calls.jsonl lines already handed to the run writer; its blobs written into the run's blob store, by the worker
+itself where it shares the driver's filesystem), and the runner records it. `make_backend` picks one from
 the run's configuration.
 """
 
@@ -22,7 +23,7 @@ from arena.store.writer import RunWriter
 
 from .asyncio_backend import LocalBackend
 from .ray_backend import RayBackend
-from .worker_backend import WorkerBackend
+from .worker_backend import WorkerBackend, prepare_workers
 
 
 class Gate(Protocol):
@@ -46,6 +47,11 @@ class Backend(Protocol):
         """Release workers, actors and processes (idempotent)."""
         ...
 
+    def worker_cpu_seconds(self) -> float | None:
+        """CPU seconds the backend's workers spent since they were ready, as last reported (None: no workers,
+        every episode ran in the driver)."""
+        ...
+
 
 def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunStore, writer: RunWriter) -> Backend:
     """The backend the configuration asks for: Ray (`backend: ray`), worker processes (`workers`), else asyncio."""
@@ -59,4 +65,4 @@ def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunSto
     return LocalBackend(bench, run_id, store, writer)
 
 
-__all__ = ["Backend", "Gate", "LocalBackend", "RayBackend", "WorkerBackend", "make_backend"]
+__all__ = ["Backend", "Gate", "LocalBackend", "RayBackend", "WorkerBackend", "make_backend", "prepare_workers"]

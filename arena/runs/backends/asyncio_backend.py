@@ -19,5 +19,9 @@ class LocalBackend:
     async def play(self, job: EpisodeJob) -> Episode:
         return await self.bench.play(job, self.run_id, self.blobs)
 
+    def worker_cpu_seconds(self) -> float | None:
+        """No workers: the driver's own CPU is the whole cost."""
+        return None
+
     async def aclose(self) -> None:
         """Nothing to release: the workbench is closed by the caller."""

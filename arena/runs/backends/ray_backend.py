@@ -10,7 +10,9 @@ driver writes blobs and lines through the run writer, then appends the episode
 fork's recorded request (`transcript.recorded_request()` of the episode's scope), which
 the worker sends again as the asyncio backend would. The local worker processes of
 `--workers` (`arena.runs.backends.worker_backend`) use the same functions. Per-endpoint limits are enforced
-across all workers by one gate actor.
+across all workers by one gate actor. On a local Ray instance (no `ray_address`: the actors run on this machine and
+share its filesystem) the actors read and write the run's blob store themselves, as local worker processes do, and no
+blob travels; on a cluster they travel as described above.
 
 `ray_address=None` starts a local Ray instance (`ray.init()`) for the run and stops it
 afterwards; an address (`auto`, `ray://host:10001`, `host:6379`) joins an existing
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -90,15 +93,18 @@ def apply_learned(agents: list[Any], learned: dict[str, dict[str, Any]]) -> None
 
 
 async def play_recorded(bench: Workbench, job_json: str, run_id: str, blobs: dict[str, bytes],
-                        resend: dict[str, Any] | None = None, stored: set[str] | frozenset[str] = frozenset()
+                        resend: dict[str, Any] | None = None, stored: set[str] | frozenset[str] = frozenset(),
+                        run_blobs: BlobStore | None = None
                         ) -> tuple[str, dict[str, bytes], list[bytes], dict[str, dict[str, Any]]]:
     """Worker side: play a job with its prefix's blobs in memory, recording its model calls; `resend`: the recorded
     request a fork sends again (`transcript.recorded_request()` of the driver's scope), as the asyncio backend does;
-    `stored`: blob ids the driver confirmed it has (not sent again).
+    `stored`: blob ids the driver confirmed it has (not sent again). With `run_blobs` (the run's own blob store, on
+    a filesystem the worker shares with the driver) the episode reads and writes its blobs there itself (each
+    written atomically under its content hash, before the episode is returned) and none is returned.
 
     Returns (episode JSON, blobs it made that are not in `stored`, its calls.jsonl lines, the limits its agent has
     learned so far, by agent id); the lines refer to blobs among those made or stored."""
-    store = MemoryBlobStore(blobs, stored)
+    store = run_blobs if run_blobs is not None else MemoryBlobStore(blobs, stored)
     job = EpisodeJob.model_validate_json(job_json)
     lines: list[bytes] = []
     calls = (TranscriptWriter(Path("."), store, append=lambda _path, line: lines.append(line))
@@ -106,7 +112,8 @@ async def play_recorded(bench: Workbench, job_json: str, run_id: str, blobs: dic
     with transcript.scope(calls, job.key, "agent", resend):
         episode = await bench.play(job, run_id, store)
     agent = bench.agents[job.agent]
-    return episode.model_dump_json(), store.new, lines, {agent.id: agent.learned_limits()}
+    new = store.new if isinstance(store, MemoryBlobStore) else {}
+    return episode.model_dump_json(), new, lines, {agent.id: agent.learned_limits()}
 
 
 async def prefix_blobs(store: RunStore, job: EpisodeJob) -> dict[str, bytes]:
@@ -175,19 +182,26 @@ class RemoteGate:
 class EpisodeWorker:
     """A Ray actor that plays jobs of one run."""
 
-    def __init__(self, config_json: str, run_id: str, gate: Any | None, learned: dict[str, dict[str, Any]]):
+    def __init__(self, config_json: str, run_id: str, gate: Any | None, learned: dict[str, dict[str, Any]],
+                 blobs_root: str | None = None):
+        """`blobs_root`: the run's blob store, on a filesystem the actor shares with the driver (else None: blobs
+        travel with jobs and results)."""
         keep_freed_memory()
+        self.run_blobs = BlobStore(blobs_root) if blobs_root is not None else None
         config = RunConfig.model_validate_json(config_json)
         self.run_id = run_id
         self.bench = Workbench(config, gate=RemoteGate(gate, config.endpoint_limits) if gate is not None else None)
         apply_learned(self.bench.agents, learned)
+        self.ready_cpu = time.process_time()
 
     async def ready(self) -> int:
         return os.getpid()
 
     async def play(self, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None = None
-                   ) -> tuple[str, dict[str, bytes], list[bytes], dict[str, dict[str, Any]]]:
-        return await play_recorded(self.bench, job_json, self.run_id, blobs, resend)
+                   ) -> tuple[str, dict[str, bytes], list[bytes], dict[str, dict[str, Any]], float]:
+        """What `play_recorded` returns, and the actor's CPU seconds since it was built."""
+        played = await play_recorded(self.bench, job_json, self.run_id, blobs, resend, run_blobs=self.run_blobs)
+        return (*played, time.process_time() - self.ready_cpu)
 
     async def close(self) -> None:
         await self.bench.aclose()
@@ -226,8 +240,9 @@ class RayBackend:
                          else EndpointGate({}))
             worker_cls = ray.remote(EpisodeWorker).options(num_cpus=0, max_concurrency=max(1, config.concurrency))
             learned = {a.id: a.learned_limits() for a in agents}
-            self.workers = [worker_cls.remote(shipped_config(config), run_id, self.gate_actor, learned)
-                            for _ in range(workers)]
+            self.blobs_root = None if config.ray_address else str(store.blobs.root)  # a local instance shares it
+            self.workers = [worker_cls.remote(shipped_config(config), run_id, self.gate_actor, learned,
+                                              self.blobs_root) for _ in range(workers)]
             self.pids = ray.get([w.ready.remote() for w in self.workers])
         except BaseException as exc:
             self._stop()
@@ -235,19 +250,24 @@ class RayBackend:
                 raise RuntimeError(f"Ray workers could not start: {exc}") from None
             raise
         self._load = [0] * len(self.workers)
+        self._cpu = [0.0] * len(self.workers)
 
     def _pick(self) -> int:
         return min(range(len(self.workers)), key=lambda i: (self._load[i], i))
 
     async def play(self, job: EpisodeJob) -> Episode:
-        blobs = await prefix_blobs(self.store, job)
+        blobs = await prefix_blobs(self.store, job) if self.blobs_root is None else {}
         index = self._pick()
         self._load[index] += 1
         try:
             played = await self.workers[index].play.remote(job.model_dump_json(), blobs, transcript.recorded_request())
         finally:
             self._load[index] -= 1
-        return await receive(self.store, self.writer, self.agents, *played, "a Ray worker")
+        self._cpu[index] = max(self._cpu[index], played[-1])
+        return await receive(self.store, self.writer, self.agents, *played[:-1], "a Ray worker")
+
+    def worker_cpu_seconds(self) -> float | None:
+        return sum(self._cpu)
 
     def _stop(self) -> None:
         for actor in [*self.workers, *([self.gate_actor] if self.gate_actor is not None else [])]:

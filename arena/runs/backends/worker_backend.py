@@ -1,19 +1,27 @@
 """Worker processes on one machine (`--workers N`): episodes spread over N processes, the run store written by the
 driver alone.
 
-Each worker is a spawned process with its own event loop and its own `Workbench`, built from the run's config JSON
-(as a Ray worker is). The driver sends it jobs; the worker plays several at once and sends back each episode with
-the blobs it made and its calls.jsonl lines (`arena.runs.backends.ray_backend.play_recorded`); the driver writes those through
-the run writer before the runner appends the episode (`arena.runs.backends.ray_backend.receive`). Everything else stays in the
+Each worker is a process with its own event loop and its own `Workbench`, built from the run's config JSON (as a Ray
+worker is). Workers are forked from a fork server that has imported the arena once (`worker_context`:
+multiprocessing's `forkserver`, preloading `arena.runs.backends.worker_preload`, started once per driver process and
+as early as the run starts, `prepare_workers`), so a worker is ready in a fraction of a second instead of importing
+everything in a fresh interpreter; where there is no fork server (Windows), they are spawned. A worker takes the
+driver's environment as it is when the worker starts (`DriverState`), as a spawned one would (multiprocessing itself
+gives it the driver's `sys.path` and working directory). The driver sends it jobs; the worker plays several at once and sends back each episode with
+its calls.jsonl lines (`arena.runs.backends.ray_backend.play_recorded`), which the driver appends through the run writer,
+as bytes, before the runner appends the episode (`arena.runs.backends.ray_backend.receive`). Blobs (task images,
+crops) never travel: a worker reads and writes them in the run's blob store itself (content-addressed, each written
+atomically under the hash of its bytes, so two processes writing one blob is safe), before it reports the episode. Everything else stays in the
 driver: resume, judging, progress, stops. A job whose awaiting task is cancelled (a run stopped by --fail-fast or
 --max-cost) is cancelled in its worker. Per-endpoint limits are kept by the driver's gate: a worker asks the driver
 for a slot of a limited endpoint and gives it back after the request.
 
 Messages, all plain tuples over `multiprocessing` queues (the queues' own threads pickle and unpickle them):
-driver -> worker `("play", id, job_json, blobs, resend)` (resend: a fork's recorded request, or None),
-`("cancel", id)`, `("granted", rid)`, `("stored", blob_ids)` (blobs of a finished episode, now in the run's store:
-the worker does not send them again), `None` (stop);
-worker -> driver `("ready", w, pid)`, `("failed", w, message)`, `("done", id, *what play_recorded returns)`,
+driver -> worker `("play", id, job_json, blobs, resend)` (resend: a fork's recorded request, or None; blobs: empty
+when the worker writes the run's blob store itself), `("cancel", id)`, `("granted", rid)`, `("stored", blob_ids)`
+(blobs of a finished episode, now in the run's store: the worker does not send them again), `None` (stop);
+worker -> driver `("ready", w, pid)`, `("failed", w, message)`, `("done", id, *what play_recorded returns, cpu)`
+(cpu: the worker's CPU seconds since it was ready),
 `("error", id, message)`, `("acquire", w, rid, endpoint)`, `("release", endpoint)`.
 A worker that dies fails the jobs it held, with its exit code; a worker whose driver died stops by itself.
 """
@@ -28,10 +36,16 @@ import os
 import queue
 import sys
 import threading
+import time
 import traceback
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from multiprocessing import forkserver
+from multiprocessing.context import BaseContext
+from pathlib import Path
 from typing import Any, AsyncIterator
 
+from arena.core.blobs import BlobStore
 from arena.core.trajectory import Episode
 from arena.endpoints import transcript
 from arena.runs.allocator import keep_freed_memory, startup_frozen
@@ -41,14 +55,78 @@ from arena.runs.workbench import EpisodeJob, Workbench
 from arena.store.store import RunStore
 from arena.store.writer import RunWriter
 
-from .ray_backend import apply_learned, play_recorded, prefix_blobs, receive, shipped_config
+from .ray_backend import apply_learned, play_recorded, receive, shipped_config
 
 START_TIMEOUT = 120.0  # seconds a worker may take to import the arena and build its workbench
 POLL = 0.5  # seconds between checks that the workers are alive
 
 
+PRELOAD = "arena.runs.backends.worker_preload"
+_context: BaseContext | None = None
+
+
 class WorkerError(RuntimeError):
     """A worker process failed to start, died, or could not play a job."""
+
+
+class DriverWatch:
+    """Worker side: whether the driver still runs. The worker's parent is the driver (spawned) or the fork server;
+    the fork server outlives a killed driver as long as any worker it forked lives (each holds the fd the server
+    watches), so the driver's own pid is watched too: gone, or a zombie not yet reaped, means dead."""
+
+    def __init__(self, driver: int | None):
+        self.parent = os.getppid()
+        self.driver = driver if driver is not None else self.parent
+
+    def alive(self) -> bool:
+        if os.getppid() != self.parent:
+            return False
+        try:
+            os.kill(self.driver, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        try:  # a killed driver stays a zombie until its own parent reaps it
+            return Path(f"/proc/{self.driver}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return True  # no /proc: the pid exists, as far as can be known
+
+
+def worker_context() -> BaseContext:
+    """The multiprocessing context workers start in: `forkserver` preloading the arena (set up once per process),
+    else `spawn`. Never `fork`: the driver has threads and an event loop."""
+    global _context
+    if _context is None:
+        if "forkserver" in multiprocessing.get_all_start_methods():
+            _context = multiprocessing.get_context("forkserver")
+            _context.set_forkserver_preload([PRELOAD])
+        else:
+            _context = multiprocessing.get_context("spawn")
+    return _context
+
+
+def prepare_workers() -> None:
+    """Start the fork server now (it imports the arena while the driver loads the run's data); a no-op when it runs
+    already, or without one."""
+    context = worker_context()
+    if context.get_start_method() == "forkserver":
+        forkserver.ensure_running()
+
+
+@dataclass
+class DriverState:
+    """What a spawned worker would have inherited from the driver and one forked from the fork server must be
+    given: the driver's environment when the worker starts (keys read from it, variables set since the server
+    started). `sys.path` and the working directory travel with multiprocessing's own preparation data."""
+
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    pid: int = field(default_factory=os.getpid)
+    """The driver's process id: a worker forked by the fork server is not the driver's child."""
+
+    def apply(self) -> None:
+        os.environ.clear()
+        os.environ.update(self.env)
 
 
 class DriverGate:
@@ -88,22 +166,27 @@ class DriverGate:
 
 
 def worker_main(config_json: str, run_id: str, jobs: Any, results: Any, worker: int,
-                learned: dict[str, dict[str, Any]]) -> None:
-    """Entry point of a worker process; `learned`: the limits the run has learned so far, by agent id.
+                learned: dict[str, dict[str, Any]], state: DriverState | None = None,
+                blobs_root: str | None = None) -> None:
+    """Entry point of a worker process; `learned`: the limits the run has learned so far, by agent id; `state`: the
+    driver's environment, taken first; `blobs_root`: the run's blob store, which the worker then reads and writes
+    itself (else blobs travel with the messages).
 
     The process ends with `os._exit` once its workbench is closed, its messages are flushed to the driver and the
     exit handlers have run (`atexit`: logging's flush, multiprocessing's finalizers, which unlink the semaphores a
     library made here, such as tqdm's lock): the interpreter's teardown (freeing every module, ~0.13 s) is
     skipped, which every run's end waited for (exit code 0, or 1 after a failure it reported)."""
     keep_freed_memory()
-    driver, code = os.getppid(), 0
+    watch, code = DriverWatch(state.pid if state is not None else None), 0
     try:
-        asyncio.run(_serve(config_json, run_id, jobs, results, worker, learned))
+        if state is not None:
+            state.apply()
+        asyncio.run(_serve(config_json, run_id, jobs, results, worker, learned, blobs_root, watch))
     except BaseException:
         code = 1
         results.put(("failed", worker, traceback.format_exc(limit=8)))
     finally:
-        end_process(results, os.getppid() == driver, code)
+        end_process(results, watch.alive(), code)
 
 
 def end_process(results: Any, driver_alive: bool, code: int) -> None:
@@ -122,7 +205,8 @@ def end_process(results: Any, driver_alive: bool, code: int) -> None:
 
 
 async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker: int,
-                 learned: dict[str, dict[str, Any]]) -> None:
+                 learned: dict[str, dict[str, Any]], blobs_root: str | None = None,
+                 watch: DriverWatch | None = None) -> None:
     loop = asyncio.get_running_loop()
     config = RunConfig.model_validate_json(config_json)
     gate = DriverGate(EndpointGate(config.endpoint_limits), results, worker)
@@ -130,14 +214,14 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
     apply_learned(bench.agents, learned)
     inbox: asyncio.Queue = asyncio.Queue()
 
-    driver = os.getppid()
+    driver = watch or DriverWatch(None)
 
     def forward() -> None:  # a thread: the driver's messages into the event loop, the stop (None) included
         while True:
             try:
                 message = jobs.get(timeout=POLL)
             except queue.Empty:
-                if os.getppid() == driver:
+                if driver.alive():
                     continue
                 message = None  # the driver died (even by SIGKILL): stop rather than linger
             loop.call_soon_threadsafe(inbox.put_nowait, message)
@@ -145,12 +229,15 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
                 return
     threading.Thread(target=forward, name="arena-worker-jobs", daemon=True).start()
     results.put(("ready", worker, os.getpid()))
+    ready_cpu = time.process_time()
     running: dict[int, asyncio.Task] = {}
     stored: set[str] = set()  # blob ids the driver has stored
+    run_blobs = BlobStore(blobs_root) if blobs_root is not None else None
 
     async def play(job_id: int, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None) -> None:
         try:
-            results.put(("done", job_id, *await play_recorded(bench, job_json, run_id, blobs, resend, stored)))
+            played = await play_recorded(bench, job_json, run_id, blobs, resend, stored, run_blobs)
+            results.put(("done", job_id, *played, time.process_time() - ready_cpu))
         except asyncio.CancelledError:
             pass
         except Exception as exc:
@@ -184,18 +271,22 @@ class WorkerBackend:
         """`gate` and `agents`: the driver's; the limits agents learn in workers are taken into `agents`."""
         self.store, self.writer, self.gate, self.agents = store, writer, gate, agents
         learned = {a.id: a.learned_limits() for a in agents}
-        context = multiprocessing.get_context("spawn")  # no fork of a process with threads and an event loop
+        context = worker_context()
+        state = DriverState()
         self.results = context.Queue()
         self.jobs = [context.Queue() for _ in range(config.workers or 1)]
         shipped = shipped_config(config)
-        self.procs = [context.Process(target=worker_main, args=(shipped, run_id, jobs, self.results, w, learned),
+        self.procs = [context.Process(target=worker_main, args=(shipped, run_id, jobs, self.results, w, learned, state,
+                                            str(store.blobs.root)),
                                       daemon=True, name=f"arena-worker-{w}") for w, jobs in enumerate(self.jobs)]
         self._load = [0] * len(self.procs)
+        self._cpu = [0.0] * len(self.procs)  # each worker's CPU since it was ready, as last reported
         self._pending: dict[int, tuple[int, asyncio.Future]] = {}
         self._ids = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reader: threading.Thread | None = None
         self._closing = False
+        self._exited: dict[int, int | None] = {}  # worker -> exit code, as the reader thread found it
         try:
             for proc in self.procs:
                 proc.start()
@@ -216,7 +307,7 @@ class WorkerBackend:
                 if dead:
                     raise WorkerError(f"worker process {dead[0][0]} exited (exit code {dead[0][1]}) before it was "
                                       "ready; a script that starts a run with workers must do so under "
-                                      "`if __name__ == '__main__':` (processes are spawned and import the main "
+                                      "`if __name__ == '__main__':` (each worker process imports the main "
                                       "module)") from None
                 if waited >= START_TIMEOUT:
                     raise WorkerError(f"worker processes did not start within {START_TIMEOUT:.0f} s") from None
@@ -233,26 +324,45 @@ class WorkerBackend:
             self._reader.start()
 
     def _read(self) -> None:
-        """Reader thread: hand each message to the event loop; notice dead workers."""
+        """Reader thread: hand the messages waiting to the event loop, as one batch (one wake-up of the loop for
+        many finished episodes); notice dead workers when idle and at least every POLL seconds (the driver asks
+        no process whether it lives per episode: each such poll is a system call on the loop's thread)."""
         assert self._loop is not None
+        checked = time.monotonic()
         while not self._closing:
+            batch = []
             try:
-                message = self.results.get(timeout=POLL)
+                batch.append(self.results.get(timeout=POLL))
+                while len(batch) < 1024:
+                    batch.append(self.results.get_nowait())
             except queue.Empty:
-                dead = [(w, p.exitcode) for w, p in enumerate(self.procs) if not p.is_alive()]
-                if dead:
-                    self._loop.call_soon_threadsafe(self._fail_dead, dead)
-                continue
+                pass
             except (EOFError, OSError):
                 return
-            if message is None:
+            if not batch or time.monotonic() - checked >= POLL:
+                checked = time.monotonic()
+                dead = [(w, p.exitcode) for w, p in enumerate(self.procs) if not p.is_alive()]
+                if dead:
+                    self._exited.update(dead)
+                    self._loop.call_soon_threadsafe(self._fail_dead, dead)
+            if None in batch:
+                batch = batch[:batch.index(None)]
+                if batch:
+                    self._loop.call_soon_threadsafe(self._deliver_all, batch)
                 return
-            self._loop.call_soon_threadsafe(self._deliver, message)
+            if batch:
+                self._loop.call_soon_threadsafe(self._deliver_all, batch)
+
+    def _deliver_all(self, batch: list[tuple]) -> None:
+        for message in batch:
+            self._deliver(message)
 
     def _deliver(self, message: tuple) -> None:
         kind = message[0]
         if kind in ("done", "error"):
             worker, future = self._pending.pop(message[1], (None, None))
+            if kind == "done" and worker is not None:
+                self._cpu[worker] = max(self._cpu[worker], message[-1])
             if future is not None and not future.done():
                 future.set_result(message)
         elif kind == "acquire":
@@ -276,9 +386,9 @@ class WorkerBackend:
 
     async def play(self, job: EpisodeJob) -> Episode:
         self._start_reader()
-        blobs = await prefix_blobs(self.store, job)
+        blobs: dict[str, bytes] = {}  # the worker reads a prefix's blobs from the run's store itself
         worker = min(range(len(self.procs)), key=lambda i: (self._load[i], i))
-        if not self.procs[worker].is_alive():
+        if worker in self._exited:
             raise WorkerError(f"worker process {worker} (pid {self.procs[worker].pid}) has exited "
                               f"(exit code {self.procs[worker].exitcode})")
         job_id = next(self._ids)
@@ -295,12 +405,15 @@ class WorkerBackend:
                 raise
             if message[0] == "error":
                 raise WorkerError(f"worker process {worker} could not play episode {job.key}: {message[2]}")
-            episode = await receive(self.store, self.writer, self.agents, *message[2:], f"worker process {worker}")
-            if message[3] and self.procs[worker].is_alive():
+            episode = await receive(self.store, self.writer, self.agents, *message[2:-1], f"worker process {worker}")
+            if message[3] and worker not in self._exited:
                 self.jobs[worker].put(("stored", list(message[3])))
             return episode
         finally:
             self._load[worker] -= 1
+
+    def worker_cpu_seconds(self) -> float | None:
+        return sum(self._cpu)
 
     def _stop(self) -> None:
         self._closing = True

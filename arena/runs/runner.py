@@ -398,9 +398,7 @@ class RunSession:
             async with self.slots.slot(judging=True):
                 verdict = await self.judge_and_store(episode)
             self.save_learned()
-        self.stop_if(self.stops.observe_verdict(verdict, self.judge_label), outage_of_verdict(verdict))
-        if self.progress:
-            self.progress(episode, verdict)
+        self.judged(episode, verdict)
         return episode
 
     async def play(self, job: EpisodeJob, again: dict[str, Any] | None = None) -> Episode:
@@ -440,6 +438,11 @@ class RunSession:
         async with self.slots.slot(judging=True):
             verdict = await self.judge_and_store(episode)
         self.save_learned()
+        self.judged(episode, verdict)
+
+    def judged(self, episode: Episode, verdict: Verdict | None) -> None:
+        """An episode is through (its verdict, or None when it was not judged): stop the run if that decides a stop
+        (--fail-fast on judge errors, a judge endpoint's outage), and report progress."""
         self.stop_if(self.stops.observe_verdict(verdict, self.judge_label), outage_of_verdict(verdict))
         if self.progress:
             self.progress(episode, verdict)

@@ -96,9 +96,10 @@ COLUMN_MEANINGS: dict[str, str] = {
     "setting": "the tools offered: no-tool; search (text and reverse-image search); search+crop (and the zoom tool)",
     "N": "the round budget: at most N rounds, each one tool call or the answer",
     "eps": "episodes in the row (tasks x repeats)",
-    "Pass@1 % [95% CI]": "percent of episodes judged correct (errored, unjudged and judge-error episodes count "
-                         "as wrong); \u00b1 the standard deviation over repeats; [the 95 % bootstrap interval "
-                         "over tasks]",
+    "Pass@1 % [95% CI]": "percent of the episodes played to the end judged correct (unjudged and judge-error "
+                         "episodes count as wrong; errored ones are left out and counted apart, or under "
+                         "--protocol original counted as wrong, as the published scripts do); \u00b1 the "
+                         "standard deviation over repeats; [the 95 % bootstrap interval over tasks]",
     "L1": "Pass@1 of the tasks of level L1 (fewer than 5 hops in all)",
     "L2": "Pass@1 of level L2 (5 to 9 hops)",
     "L3": "Pass@1 of level L3 (10 hops or more)",
@@ -106,7 +107,8 @@ COLUMN_MEANINGS: dict[str, str] = {
     "rounds": "rounds used per episode, on average (the final-answer turn after the budget is not a round)",
     "util %": "tool utilisation: calls / the calls the budget allows (N x calls per round), VistaHop's metric",
     "inval": "invalid tool calls in all (malformed, unknown tool, bad arguments: the model saw an error)",
-    "err": "episodes ended by an error (endpoint, tool or task file); each scores 0",
+    "errored": "episodes an error ended before the end (endpoint, tool or task file; a refused request; a "
+               "context overflow): not judged, left out of Pass@1 (arena resume plays them again)",
     "j.err": "judge errors: replies the judge gave that hold no verdict; each scores 0 (re-judge: arena judge)",
     "unjud": "episodes without a verdict of this judge; each scores 0",
     "tok/ep": "prompt + completion tokens per episode as the server reported them (0: no model was called)",

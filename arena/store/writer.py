@@ -233,8 +233,8 @@ class WriterBlobStore(BlobStore):
         blob_id = blob_id or content_id(data, ext)
         if self.path(blob_id).exists():  # stored already (the same crop, another episode): nothing to queue
             return blob_id
-        if self.wait:
-            return self.writer.submit(self.write, blob_id, data).result()
+        if self.wait:  # independent of the records: no barrier between the commits of a batch
+            return self.writer._put(APPEND, None, self.write, (blob_id, data)).result()
         with self._lock:
             if blob_id in self._pending:
                 return blob_id
@@ -247,7 +247,7 @@ class WriterBlobStore(BlobStore):
         where, _, known = remembered(path)  # already stored under its remembered digest: nothing to queue
         if known is not None and self.path(known).exists():
             return known
-        return self.writer.submit(put_task_file, self, where).result()
+        return self.writer._put(APPEND, None, put_task_file, (self, where)).result()
 
     def _write(self, blob_id: str, data: bytes) -> None:
         try:

@@ -167,6 +167,12 @@ def test_a_prompt_count_stuck_at_ollamas_context_is_warned_about(tmp_path):
     assert "the server's prompt count stops at 3000 tokens" in output and "num_ctx" in output
     summary = json.loads((tmp_path / "logs" / "r" / "summary.json").read_text())
     assert any("stops at 3000 tokens" in w for w in summary["warnings"])
+    # on the steps: every turn at the ceiling after the first whose estimate is past it, and no other turn
+    noted = [s for s in steps if any("fixed context of 3000 tokens" in n for n in s.notes)]
+    expected = [s for s in capped[1:] if s.input.token_estimate > 3000 * 1.05]
+    assert noted and [s.round for s in noted] == [s.round for s in expected]
+    info = json.loads((tmp_path / "logs" / "r" / "run.json").read_text())
+    assert any("stops at 3000 tokens" in w for w in info["truncation"])
 
 
 def test_a_crop_episode_behind_a_300_kb_proxy_limit_finishes(tmp_path):

@@ -60,6 +60,7 @@ from arena.core.untrusted import json_text_problem
 from .context_policy import (Elision, Limits, Observed, image_placeholder, learn_body_limit, learn_from_rejection,
                              plan_elision, text_placeholder)
 from .prompts import FINAL_ANSWER, FORMAT_INSTRUCTION, TOOL_RESPONSE, system_prompt
+from .truncation import CeilingWatch
 
 DEFAULT_MAX_PIXELS = 1280 * 28 * 28
 CUT_AT_LIMIT = "your reply was cut at the token limit; answer more briefly"
@@ -88,6 +89,7 @@ class OpenAIAgent(Agent):
         self.id = id or f"openai:{endpoint.model}"
         self.limits = limits or Limits()
         self.learned = Limits()
+        self.ceiling = CeilingWatch()  # a server cutting prompts to a fixed context, turn by turn
         self.auto_limits = auto_limits
         self.strict_answers = strict_answers
         self.image_detail = image_detail
@@ -332,6 +334,13 @@ class OpenAIAgent(Agent):
                          finish_reason="context_overflow")
 
     async def act(self, view: EpisodeView) -> AgentTurn:
+        turn = await self._act(view)
+        note = self.ceiling.note(turn.usage.prompt_tokens, turn.input.token_estimate)
+        if note:
+            turn.notes.append(note)
+        return turn
+
+    async def _act(self, view: EpisodeView) -> AgentTurn:
         native_tools = [t.cached_schema() for t in view.tools] if self.tool_mode == "native" and view.tools else None
         response, summary = await self._request(view, native_tools)
         usage = response.usage

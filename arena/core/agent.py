@@ -69,6 +69,8 @@ class AgentTurn:
     finish_reason: str | None = None
     answer_tagged: bool | None = None
     provider_fields: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    """What the agent noticed about this turn (e.g. a server that cut the prompt); kept on the step."""
 
 
 class Agent(ABC):

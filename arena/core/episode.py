@@ -113,7 +113,7 @@ class _Run:
             turn = dataclasses.replace(turn, action=parsed.kind, tool=parsed.tool, arguments=parsed.arguments,
                                        raw_call=parsed.raw_call, answer=parsed.answer, error=parsed.error,
                                        ignored_calls=parsed.ignored_calls)
-        notes: list[str] = []
+        notes: list[str] = [n for n in (clean_text(clip(n, 2048), "note", []) for n in turn.notes) if n]
 
         def text(value: str | None, name: str, limit: int = 65_536) -> str | None:
             return clean_text(clip(value, limit), name, notes)

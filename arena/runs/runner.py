@@ -468,7 +468,10 @@ class RunSession:
                            unrecorded=sum(1 for f in work.families for c in f.cells if c.key not in recorded))
         warnings = list(self.info["warnings"])
         if work.missing or work.unjudged or not store.summary_path.is_file():
-            warnings += add_costs(summary, scan, self.prices)
+            truncation = add_costs(summary, scan, self.prices)
+            warnings += truncation
+            if truncation and store.info().get("truncation") != truncation:
+                store.update_info({"truncation": truncation})  # run.json says it too (a server cutting prompts)
             add_judge_usage(summary, store.verdicts_path, result.sizes[1], price_of(config.judge_options.get("model")))
         else:  # nothing new was played or judged: the figures read from trajectories are those of last time
             previous = json.loads(store.summary_path.read_text())

@@ -129,6 +129,7 @@ def step_view(step: dict[str, Any], context: list[str]) -> dict[str, Any]:
         notes.append("the server cut this reply at its token limit (finish_reason length)")
     if step.get("answer_tagged") is False:
         notes.append("the answer was not inside <answer></answer>")
+    notes += [clip(str(n)) for n in step.get("notes") or []]  # what the agent or the episode loop noted
     if notes:
         view["note"] = " · ".join(notes)
     if obs is not None:

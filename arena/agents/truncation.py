@@ -16,24 +16,39 @@ MARGIN = 1.05  # the estimate must exceed the ceiling by this factor (estimates 
 
 
 class CeilingWatch:
-    """The highest prompt count a server reported and in how many turns; `note(served, estimate)` says, for a turn,
-    whether the server is cutting the prompt (a step note), else None."""
+    """One endpoint's reported prompt counts against the arena's estimates, turn by turn: the highest count (`top`),
+    in how many turns it was reported, and the smallest and largest estimate of those turns. `note` says, for a
+    turn as it is played, whether the server is cutting the prompt (a step note); `cut_to` says it of a whole run
+    (`arena.runs.runner.add_costs`, over the recorded steps)."""
 
     def __init__(self) -> None:
         self.top = 0
         self.turns_at_top = 0
+        self.least: int | None = None
+        self.grown = 0
         self._lock = threading.Lock()  # one agent serves many episodes (and the smolagents agent's threads)
+
+    def observe(self, served: int, estimate: int) -> None:
+        """One turn: the server's prompt count and the arena's estimate of what it sent."""
+        with self._lock:
+            if served > self.top:
+                self.top, self.turns_at_top, self.least, self.grown = served, 0, estimate, 0
+            if served == self.top:
+                self.turns_at_top += 1
+                self.least = estimate if self.least is None else min(self.least, estimate)
+                self.grown = max(self.grown, estimate)
+
+    def cut_to(self, turns: int = 2, margin: float = MARGIN) -> bool:
+        """Whether the count stood at its ceiling in at least `turns` turns while the estimate of those turns grew
+        past it (by `margin`)."""
+        return (self.turns_at_top >= turns and self.grown > self.top * margin
+                and self.least is not None and self.grown > self.least * margin)
 
     def note(self, served: int | None, estimate: int) -> str | None:
         if not served or estimate <= 0:
             return None
-        with self._lock:
-            if served > self.top:
-                self.top, self.turns_at_top = served, 0
-            if served == self.top:
-                self.turns_at_top += 1
-            cut = served == self.top and self.turns_at_top >= 2 and estimate > served * MARGIN
-        if not cut:
+        self.observe(served, estimate)
+        if not (served == self.top and self.turns_at_top >= 2 and estimate > served * MARGIN):
             return None
         return (f"the server counted {served} prompt tokens, as in earlier turns, while the arena sent about "
                 f"{estimate}: it is probably cutting the prompt to a fixed context of {served} tokens and answering "

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import orjson
 
+from arena.agents.truncation import MARGIN, CeilingWatch
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
 from arena.endpoints import transcript
@@ -535,7 +536,7 @@ def _spent_usage_of_record(record: dict[str, Any]) -> Usage:
 
 
 def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ratio: float = 0.75,
-              floor: int = 1000, ceiling_turns: int = 2, ceiling_margin: float = 1.05) -> list[str]:
+              floor: int = 1000, ceiling_turns: int = 2, ceiling_margin: float = MARGIN) -> list[str]:
     """One streaming pass over the run's current episode records (`scan`'s rows, one parsed record at a
     time, nothing kept but sums): the dollar cost per group (`cost`: its episodes' transcripts) and of the
     run (`cost` at the top: each model call once, so prefix-shared budgets are not paid twice), from tokens
@@ -544,13 +545,13 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
     (estimate, turns of at least `floor` tokens below `ratio`): the server probably cut the prompt without
     saying so (Ollama truncates to its num_ctx); and agents whose server's count stops at one ceiling (the
     highest count, reached in at least `ceiling_turns` turns) while the arena's estimate of those turns grows (by
-    `ceiling_margin`) and past it: a fixed context the prompt is cut to."""
+    `ceiling_margin`) and past it: a fixed context the prompt is cut to (`arena.agents.truncation.CeilingWatch`, the
+    rule the OpenAI agent notes on each such step)."""
     cols = scan.cols
     per_group: dict[tuple, float] = {}
     spent: float | None = None
     worst: dict[str, tuple[int, int, int]] = {}
-    ceilings: dict[str, tuple[int, int, int, int]] = {}  # agent -> (highest count served, turns at it, smallest and
-    # largest estimate of those turns)
+    ceilings: dict[str, CeilingWatch] = {}
     for row, record in enumerate(scan.records_of()):
         agent = cols["agent"][row]
         price = prices.get(agent)
@@ -567,12 +568,7 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
                 n, low, high = worst.get(agent, (0, served, sent))
                 worst[agent] = (n + 1, served, sent) if served / sent < low / high else (n + 1, low, high)
             if served is not None and sent:
-                top, at_top, least, grown = ceilings.get(agent, (0, 0, sent, 0))
-                if served > top:
-                    top, at_top, least, grown = served, 0, sent, 0
-                if served == top:
-                    at_top, least, grown = at_top + 1, min(least, sent), max(grown, sent)
-                ceilings[agent] = (top, at_top, least, grown)
+                ceilings.setdefault(agent, CeilingWatch()).observe(served, sent)
     for group in summary.get("groups", []):
         if (known := per_group.get((group["agent"], group["setting"], group["max_rounds"]))) is not None:
             group["cost"] = round(known, 6)
@@ -581,13 +577,11 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
     lines = [f"{agent}: in {n} turn(s) the server counted far fewer prompt tokens than were sent (e.g. {low} vs "
              f"an estimated {high}); it may be truncating prompts silently (Ollama: raise num_ctx)"
              for agent, (n, low, high) in sorted(worst.items())]
-    lines += [f"{agent}: the server's prompt count stops at {top} tokens ({n} turns) while the arena's estimate grows "
-              f"to {grown}: it is probably cutting the prompt to a fixed context of {top} tokens and answering from "
-              f"a cut conversation (Ollama: its num_ctx, e.g. 2048 or 4096 by default depending on the version; "
-              f"raise it with the model's num_ctx option or OLLAMA_CONTEXT_LENGTH)"
-              for agent, (top, n, least, grown) in sorted(ceilings.items())
-              if agent not in worst and n >= ceiling_turns and grown > top * ceiling_margin
-              and grown > least * ceiling_margin]
+    lines += [f"{agent}: the server's prompt count stops at {w.top} tokens ({w.turns_at_top} turns) while the arena's "
+              f"estimate grows to {w.grown}: it is probably cutting the prompt to a fixed context of {w.top} tokens and "
+              f"answering from a cut conversation (Ollama: its num_ctx, e.g. 2048 or 4096 by default depending on the "
+              f"version; raise it with the model's num_ctx option or OLLAMA_CONTEXT_LENGTH)"
+              for agent, w in sorted(ceilings.items()) if agent not in worst and w.cut_to(ceiling_turns, ceiling_margin)]
     return lines
 
 

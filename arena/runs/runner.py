@@ -289,9 +289,10 @@ class RunSession:
         if config.fork is not None:
             self.prefix, self.link, self.resend = fork_prefix(config.fork, store)
             store.update_info({"forked_from": self.link})
-        self.learned: dict[str, Any] = store.info().get("learned_limits") or {}
+        recorded = store.info()
+        self.learned: dict[str, Any] = recorded.get("learned_limits") or {}
         LEARNED_PARAMS.clear()  # the fields this run's endpoints refused: from run.json, then as learned
-        restore_params(store.info().get("learned_params"))
+        restore_params(recorded.get("learned_params"))
         self.params = learned_params()
         for agent in bench.agents:
             agent.apply_limits(self.learned.get(agent.id) or {})

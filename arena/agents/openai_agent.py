@@ -303,12 +303,13 @@ class OpenAIAgent(Agent):
         """Send the turn; a rejection that states an image or context limit, or a 413 (a body-size limit), is
         learned and the turn sent again."""
         limits = self.limits.merged(self.learned)
+        sampling = self.published_fields(view)  # the task's published fields the agent was not given explicitly
+        max_tokens = self.config.max_tokens or sampling.get("max_tokens") or 0
         for _ in range(4):
             messages, summary = await self.transcript(view, limits)
             messages, summary = await self._within_bytes(view, limits, tools, messages, summary)
             try:
-                return await self.endpoint.chat(messages + (extra or []), tools=tools,
-                                                **self.published_fields(view)), summary
+                return await self.endpoint.chat(messages + (extra or []), tools=tools, **sampling), summary
             except RejectedError as exc:
                 if exc.status == 413:
                     budget = learn_body_limit(exc.server_message, exc.sent_bytes or 0, self.endpoint.largest_accepted)
@@ -321,10 +322,8 @@ class OpenAIAgent(Agent):
                                    "the oldest returned images left out", self.config.where(), exc.sent_bytes, budget)
                     limits = self.limits.merged(self.learned)
                     continue
-                self.learned = learn_from_rejection(str(exc), exc.server_message, summary.token_estimate,
-                                                    self.config.max_tokens or self.published_fields(view).get("max_tokens") or 0,
-                                                    self.learned, limits,
-                                                    self.auto_limits)
+                self.learned = learn_from_rejection(str(exc), exc.server_message, summary.token_estimate, max_tokens,
+                                                    self.learned, limits, self.auto_limits)
                 logger.warning("%s: learned %s from the server's reply; trimming the context", self.config.where(),
                                self.learned.as_dict())
                 limits = self.limits.merged(self.learned)

@@ -12,7 +12,6 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from arena.judges.stats import cohen_kappa, fleiss_kappa
 
@@ -116,9 +115,3 @@ def agreement_report(run: RunData, label_files: list[Path]) -> AgreementReport:
         report.majority = _rater("majority of annotators", majority, judge)
     return report
 
-
-def report_rows(report: AgreementReport) -> list[dict[str, Any]]:
-    rows = [r.__dict__ for r in report.raters]
-    if report.majority is not None:
-        rows.append(report.majority.__dict__)
-    return rows

@@ -120,3 +120,30 @@ def test_arena_divides_by_the_questions_played(world: Path, tmp_path: Path):
     assert sum(figures["counts"].values()) == LIMIT < len(items)
     assert open_run(run_dir).populations("mmir") == []
     assert re.search(rf"accuracy={played:.2f}\b", invoke("summary", run_dir))
+
+
+def test_figures_over_two_files_with_repeats_and_a_file_never_run():
+    """Both questions files recorded, only MCQ questions played (one of them twice, repeats): each question weighs
+    one (its mean score), each setting divides by its own file, the overall by both."""
+    from arena.core.verdict import Verdict
+    from arena.suites.mmir.judge import mmir_metrics
+    from tests.support.published_episodes import final_turn_episode
+
+    played = [("web-0:mcq", 1.0), ("web-0:mcq", 0.0), ("office-1:mcq", 1.0)]
+    rows = []
+    for task_id, score in played:
+        episode = final_turn_episode("<ans>1</ans>", ["1"], suite="mmir", task_id=task_id)
+        rows.append((episode, Verdict(episode_id=episode.id, key=episode.key, judge="mmir", score=score,
+                                      correct=score == 1.0)))
+    populations = [{"suite": "mmir", "mode": "mcq", "questions": 4, "groups": {"web": 2, "office": 1, "poster": 1}},
+                   {"suite": "mmir", "mode": "open", "questions": 3, "groups": {"web": 3}}]
+    figures = mmir_metrics(rows, populations)
+    assert figures["accuracy"] == round(100 * 1.5 / 7, 2)
+    assert figures["denominator"] == "accuracy over all 7 questions in the 2 files; 5 not run count as wrong"
+    assert figures["sources"] == {"office": 100.0, "poster": 0.0, "web": round(100 * 0.5 / 5, 2)}
+    mcq, open_ended = figures["modes"]["mcq"], figures["modes"]["open"]
+    assert mcq["accuracy"] == round(100 * 1.5 / 4, 2) and mcq["not_run"] == 2
+    assert mcq["sources"] == {"office": 100.0, "poster": 0.0, "web": 25.0}
+    assert open_ended["accuracy"] == 0.0 and open_ended["not_run"] == 3 and open_ended["counts"] == {}
+    # without the records (an arena run, an older run): over the episodes played, as before
+    assert mmir_metrics(rows)["accuracy"] == round(100 * 2 / 3, 2)

@@ -72,7 +72,10 @@ class Suite:
     original_turn_rule  raw model turn -> action, as the published pipeline reads text turns
     published_request  the fields its published script sends with every agent request (`PublishedRequest`),
                     sent under `--protocol original` unless the run gives them; None: not known
-    metrics         (episode, verdict) rows of one group -> the suite's own figures
+    metrics         (episode, verdict) rows of one group -> the suite's own figures; called as
+                    `metrics(rows, populations)` when the run recorded population records for the suite (a rule of
+                    `original_dataset_rules` set `Dataset.population`: the file's questions its published evaluator
+                    divides by, also those not run; run.json `datasets[].population`), else `metrics(rows)`
     paper_tables    those figures, per group, in the layout of the suite's paper
     """
 
@@ -89,7 +92,7 @@ class Suite:
     original_dataset_rules: ClassVar[dict[str, Callable[[Dataset], None]]] = {}
     original_turn_rule: ClassVar[TurnRule | None] = None
     published_request: ClassVar[PublishedRequest | None] = None
-    metrics: ClassVar[Callable[[list[Any]], dict[str, Any]] | None] = None
+    metrics: ClassVar[Callable[..., dict[str, Any]] | None] = None
 
     @classmethod
     def paper_tables(cls, groups: Sequence[SuiteFigures]) -> list[PaperTable]:

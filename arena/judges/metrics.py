@@ -13,7 +13,9 @@ their own figures (Path F1, per-source accuracy, ...) through their `Suite.metri
 
 Each figure is computed in one place, from a group's columns (`COLUMNS`): `summarize` builds them from
 records, `arena.store.scan` from the episode index without parsing trajectories. Suites' own metrics get whole
-(Episode, Verdict) records, since they look inside trajectories.
+(Episode, Verdict) records, since they look inside trajectories, and the populations the run recorded for the suite
+(run.json `datasets[].population`, `arena.store.migrate.populations_of`: the questions of each file a suite's
+published evaluator divides by), when there are any.
 """
 
 from __future__ import annotations
@@ -30,14 +32,23 @@ from .normalized import normalize_answer
 from .stats import bootstrap_ci, ks_for, majority_at_k, pass_at_k
 
 Row = tuple[Episode, "Verdict | None"]
-SuiteMetrics = Callable[[list[Row]], dict[str, Any]]
+SuiteMetrics = Callable[..., dict[str, Any]]
+Populations = dict[str, list[dict[str, Any]]]
+"""Suite name -> the population records of the run's datasets of that suite (`arena.store.migrate.populations_of`)."""
 
 
 def suite_metrics(suite: str) -> SuiteMetrics | None:
-    """The suite's own figures, `fn(rows: list[(Episode, Verdict | None)]) -> dict`, added to every group holding
-    its tasks (`Suite.metrics`); None when the suite declares none or is not installed."""
+    """The suite's own figures, `fn(rows: list[(Episode, Verdict | None)][, populations]) -> dict`, added to every
+    group holding its tasks (`Suite.metrics`); None when the suite declares none or is not installed."""
     declared = suite_named(suite)
     return declared.metrics if declared is not None else None
+
+
+def suite_group_figures(metrics: SuiteMetrics, rows: list[Row], recorded: list[dict[str, Any]] | None
+                        ) -> dict[str, Any]:
+    """A suite's own figures of one group's rows: `metrics(rows, recorded)` with the suite's population records when
+    the run recorded any, else `metrics(rows)` (every run before them, every `--protocol arena` run)."""
+    return metrics(rows, recorded) if recorded else metrics(rows)
 
 
 ERRORED = ("error", "rejected", "context_overflow")
@@ -265,8 +276,10 @@ def group_metrics(c: Columns) -> dict[str, Any]:
     return out
 
 
-def summarize(episodes: list[Episode], verdicts: list[Verdict], judge: str = AUTO) -> dict[str, Any]:
-    """Summary of a run for one judge ("auto": each task's own): one entry per (agent, setting, max_rounds)."""
+def summarize(episodes: list[Episode], verdicts: list[Verdict], judge: str = AUTO,
+              populations: Populations | None = None) -> dict[str, Any]:
+    """Summary of a run for one judge ("auto": each task's own): one entry per (agent, setting, max_rounds);
+    `populations`: what the run's run.json records of its datasets' files (`arena.store.migrate.populations_of`)."""
     chosen = latest_verdicts(episodes, verdicts, judge)
     groups: dict[tuple[str, str, int], list[Row]] = defaultdict(list)
     for episode in episodes:
@@ -276,8 +289,8 @@ def summarize(episodes: list[Episode], verdicts: list[Verdict], judge: str = AUT
         entry: dict[str, Any] = {"agent": agent, "setting": setting, "max_rounds": max_rounds}
         entry.update(group_metrics(columns_of(rows)))
         suites = sorted({e.task.suite for e, _ in rows})
-        extras = {s: metrics([r for r in rows if r[0].task.suite == s]) for s in suites
-                  if (metrics := suite_metrics(s)) is not None}
+        extras = {s: suite_group_figures(metrics, [r for r in rows if r[0].task.suite == s], (populations or {}).get(s))
+                  for s in suites if (metrics := suite_metrics(s)) is not None}
         if extras:
             entry["suites"] = extras
         out.append(entry)

@@ -3,7 +3,7 @@
 `summarize_scan` gives exactly what `arena.judges.metrics.summarize` gives on the same store (the same sums in the
 same order, each figure computed once in `arena.judges.metrics` from the group's columns); suites that register
 their own metrics get their episodes as full records (read back by byte offset), since those metrics look inside
-trajectories.
+trajectories, and the population records run.json holds for them (`arena.store.migrate.populations_of`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ import orjson
 
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
+from arena.store.migrate import populations_of
 from arena.store.run_index import scan_lines
 from arena.store.scan import Chosen, RunScan, TaskJudge, scan_run
 from arena.store.store import RunStore
 
-from .metrics import AUTO, EPISODE_COLUMNS, Columns, group_metrics, judge_for_task, suite_metrics
+from .metrics import (AUTO, EPISODE_COLUMNS, Columns, group_metrics, judge_for_task, suite_group_figures,
+                      suite_metrics)
 
 
 def group_columns(scan: RunScan, rows: list[int], chosen: dict[int, Chosen]) -> Columns:
@@ -52,6 +54,7 @@ def summarize_scan(scan: RunScan, judge: str = AUTO) -> dict[str, Any]:
     """The run's summary for one judge; equal to `arena.judges.metrics.summarize` of the same store."""
     chosen = scan.chosen(judge)
     c = scan.cols
+    populations = populations_of(scan.store.info()) if scan.store.exists() else {}
     groups: dict[tuple[str, str, int], list[int]] = defaultdict(list)
     for r in range(len(scan)):
         groups[(c["agent"][r], c["setting"][r], c["max_rounds"][r])].append(r)
@@ -60,7 +63,8 @@ def summarize_scan(scan: RunScan, judge: str = AUTO) -> dict[str, Any]:
         entry: dict[str, Any] = {"agent": agent, "setting": setting, "max_rounds": max_rounds}
         entry.update(group_metrics(group_columns(scan, rows, chosen)))
         suites = sorted({c["suite"][r] for r in rows})
-        extras = {s: metrics(_suite_rows(scan, [r for r in rows if c["suite"][r] == s], judge))
+        extras = {s: suite_group_figures(metrics, _suite_rows(scan, [r for r in rows if c["suite"][r] == s], judge),
+                                         populations.get(s))
                   for s in suites if (metrics := suite_metrics(s)) is not None}
         if extras:
             entry["suites"] = extras

@@ -20,6 +20,7 @@ from arena.judges.agreement import Agreement, agreements
 from arena.judges.metrics import AUTO, ERRORED, judge_for, summarize
 from arena.judges.prompt_book import PromptBook
 from arena.store.lock import RunLock
+from arena.store.migrate import populations_of
 from arena.store.store import RunStore
 from arena.store.writer import RunWriter, settled
 
@@ -97,4 +98,5 @@ async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, labe
     verdicts = store.verdicts()
     counted = label or judge
     return RejudgeResult(judge=counted, scored=len(todo), skipped=len(episodes) - len(todo),
-                         summary=summarize(episodes, verdicts, counted), agreements=agreements(episodes, verdicts))
+                         summary=summarize(episodes, verdicts, counted, populations_of(store.info())),
+                         agreements=agreements(episodes, verdicts))

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import orjson
 
 from arena.agents.truncation import MARGIN, CeilingWatch
+from arena.core.dataset import Dataset
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
 from arena.endpoints import transcript
@@ -113,6 +114,16 @@ def data_warnings(bench: Workbench) -> list[str]:
     """What the datasets say about the run's protocol (e.g. frame orders that differ between protocols)."""
     return [d.meta["protocol_warnings"][bench.config.protocol] for d in bench.datasets
             if bench.config.protocol in (d.meta.get("protocol_warnings") or {})]
+
+
+def dataset_record(dataset: Dataset) -> dict[str, Any]:
+    """A dataset's entry in run.json `datasets`; with its file's `population` when its suite's published rule counted
+    one (`Dataset.population`: what the suite's figures divide by under `--protocol original`)."""
+    record = {"name": dataset.name, "source": str(dataset.source), "root": str(dataset.root),
+              "tasks": len(dataset.tasks), "world": dataset.meta.get("world")}
+    if dataset.population is not None:
+        record["population"] = dataset.population
+    return record
 
 
 def agent_warnings(bench: Workbench) -> list[str]:
@@ -276,8 +287,7 @@ class RunSession:
             "run_id": self.run_id, "fingerprint": config.grid_fingerprint(), "judge": config.judge or AUTO,
             "config": config.redacted(),
             "agent": bench.agents[0].describe(), "agents": [a.describe() for a in bench.agents],
-            "datasets": [{"name": d.name, "source": str(d.source), "root": str(d.root), "tasks": len(d.tasks),
-                          "world": d.meta.get("world")} for d in bench.datasets],
+            "datasets": [dataset_record(d) for d in bench.datasets],
             "versions": versions(), "git": git_hash(),
             "warnings": data_warnings(bench) + agent_warnings(bench) + request_warnings,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -11,6 +11,10 @@ meaning was implicit before are given here. Format history (`arena.store.records
     are scored with "auto" (`judge_of`).
 - format 2: run.json `version` 2 and `format` 2 on every episode line written from then on (a resumed format-1
   run holds lines of both); nothing is read differently.
+  - runs recorded before a dataset's file population was kept (run.json `datasets[].population`, written under
+    `--protocol original` by the suites whose published evaluator divides by every question of the file, e.g.
+    MMIR) have none: their suite figures are over the episodes played, as they were printed then
+    (`populations_of`). Additive, so no format change.
 """
 
 from __future__ import annotations
@@ -50,3 +54,15 @@ def fingerprint_fields(fields: dict[str, Any]) -> dict[str, Any]:
 def episode_format(record: dict[str, Any]) -> int:
     """The format an episode line was written in (lines without `format` predate versioning: 1)."""
     return int(record.get("format") or 1)
+
+
+def populations_of(info: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Suite name -> the population records of a stored run's datasets (run.json `datasets[].population`: the
+    questions of a dataset's file, counted as the suite's published evaluator counts them; each names its `suite`).
+    A dataset entry without one (runs before it was kept, `--protocol arena` runs, generated worlds) adds nothing."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for entry in info.get("datasets") or []:
+        population = entry.get("population") if isinstance(entry, dict) else None
+        if isinstance(population, dict) and population.get("suite"):
+            out.setdefault(str(population["suite"]), []).append(population)
+    return out

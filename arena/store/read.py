@@ -8,6 +8,7 @@
     run.calls(episode.key)                   # the model calls of an episode, requests rebuilt exactly
     run.blob(episode.images[0])              # a stored image's bytes
     run.frame()                              # pandas: one row per episode with the verdict that counts
+    run.populations("mmir")                  # the questions of each file the suite's figures divide by
 
 A run can be read while it is being written: what is read is what was whole on disk at that moment. Reading
 writes nothing but a repaired episode index (`episodes.idx`, a cache), and only when the run's lock is free. It loads no Ray, no plug-in, no agent, tool or suite: only the
@@ -24,7 +25,7 @@ from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict, judge_for_task
 
 from .calls import read_calls
-from .migrate import judge_of
+from .migrate import judge_of, populations_of
 from .records import RunInfo
 from .scan import RunScan, TaskJudge, reader_index, scan_run
 from .store import RunStore, read_records
@@ -84,6 +85,12 @@ class Run:
     def blob(self, blob_id: str) -> bytes:
         """A stored blob's bytes (an image an episode refers to, or a JSON value a call refers to)."""
         return self.store.blobs.get(blob_id)
+
+    def populations(self, suite: str) -> list[dict[str, Any]]:
+        """The population records of the run's datasets of `suite` (run.json `datasets[].population`: the questions
+        of each file, per group, that the suite's figures divide by under `--protocol original`, also those the run
+        did not play); empty for `--protocol arena` runs and runs recorded before they were kept."""
+        return populations_of(self.info.model_dump()).get(suite, [])
 
     def scan(self) -> RunScan:
         """The run's columns (`arena.store.scan`), read once per `Run`."""

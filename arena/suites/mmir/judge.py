@@ -13,15 +13,18 @@ first `<ans>...</ans>` (lower-case tags, may span lines), trimmed; without one t
 open-ended items still go to the judge, with an empty sentence). Scoring (`check_answer`): every run of digits is
 an integer; de-duplicate; none or more than two → 0. One true id: the single predicted id equal to it → 1, the
 true id among two predicted → 0.5. Two true ids: 0.5 per predicted id that is true. Accuracy: per source, the sum
-of scores over the number of questions of that source; overall, over the benchmark's fixed total of 534
-questions (reported as `overall_of_534`, beside the arena's mean over the episodes scored).
+of scores over the number of questions of that source in the questions file, also those never run; overall, over the
+benchmark's fixed total of 534 questions (reported as `overall_of_534`). Under `--protocol original` the run records
+the file's counts (`arena.suites.mmir.protocol`) and `mmir_metrics` divides by them (`accuracy` over all the file's
+questions: the published overall for the public files); under `arena`, and for runs that recorded none, over the
+episodes played.
 `strict_ans=false` keeps the arena's lenient choice: without `<ans>` the whole episode answer is read.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from arena.core.blobs import BlobStore
@@ -158,9 +161,14 @@ def mmir(model: str | None = None, base_url: str | None = None, api_key_env: str
 
 
 MMIR_TOTAL = 534
+"""The questions of each public MMIR file: the published `eval` divides the overall score sum by this constant."""
+
+Population = dict[str, Any]
+"""A questions file as `arena.suites.mmir.protocol.original_questions` counts it (run.json `datasets[].population`)."""
 
 
 def _accuracy(rows: list[Row]) -> dict[str, Any]:
+    """Over the episodes played (`--protocol arena`, and runs that recorded no population)."""
     by_group: dict[str, list[float]] = defaultdict(list)
     scores = []
     for episode, verdict in rows:
@@ -175,11 +183,60 @@ def _accuracy(rows: list[Row]) -> dict[str, Any]:
     }
 
 
-def mmir_metrics(rows: list[Row]) -> dict[str, Any]:
-    """Accuracy (mean MMIR score, %) per source group (web, office, poster) and overall, per setting (mcq/open)."""
+def denominator_note(questions: int, not_run: int, files: int = 1) -> str:
+    """What an accuracy over the file divides by, said in words (figures' `denominator`, table captions)."""
+    where = "the file" if files == 1 else f"the {files} files"
+    return f"accuracy over all {questions} questions in {where}; {not_run} not run count as wrong"
+
+
+def _over_file(rows: list[Row], populations: list[Population]) -> dict[str, Any]:
+    """Over every question of the files (`--protocol original`, the published `eval`): per group, the sum of the
+    scores over the file's questions of that group; overall, over all of them. A task played several times
+    (repeats) counts with its mean score, so that each question weighs one."""
+    per_task: dict[str, list[float]] = defaultdict(list)
+    for episode, verdict in rows:
+        per_task[episode.task.id].append(score_of(verdict))
+    sums: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    for task_id, scores in per_task.items():
+        group = parse_task_id(task_id)[0] or "unknown"
+        sums[group] += sum(scores) / len(scores)
+        counts[group] += 1
+    questions = sum(int(p.get("questions") or 0) for p in populations)
+    groups: Counter[str] = Counter()
+    for p in populations:
+        groups.update({str(g): int(n) for g, n in (p.get("groups") or {}).items()})
+    total = sum(sums.values())
+    not_run = max(0, questions - len(per_task))
+    return {
+        "accuracy": round(100 * total / questions, 2) if questions else None,
+        "denominator": denominator_note(questions, not_run, len(populations)),
+        "overall_of_534": round(100 * total / MMIR_TOTAL, 2),
+        "sources": {g: round(100 * sums.get(g, 0.0) / n, 2) for g, n in sorted(groups.items()) if n},
+        "counts": dict(sorted(counts.items())),
+        "questions": questions,
+        "not_run": not_run,
+        "source_questions": dict(sorted(groups.items())),
+    }
+
+
+def mmir_metrics(rows: list[Row], populations: list[Population] | None = None) -> dict[str, Any]:
+    """Accuracy (mean MMIR score, %) per source group (web, office, poster) and overall, per setting (mcq/open).
+
+    With `populations` (the run's questions files, recorded under `--protocol original`): every figure divides by
+    the file's questions, per group and overall, also those the run did not play (`denominator` says how many),
+    per setting over its own file. Without: over the episodes played."""
     by_mode: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
         by_mode[parse_task_id(row[0].task.id)[1] or "unknown"].append(row)
-    out = _accuracy(rows)
-    out["modes"] = {mode: _accuracy(mode_rows) for mode, mode_rows in sorted(by_mode.items())}
+    if not populations:
+        out = _accuracy(rows)
+        out["modes"] = {mode: _accuracy(mode_rows) for mode, mode_rows in sorted(by_mode.items())}
+        return out
+    files: dict[str, list[Population]] = defaultdict(list)
+    for population in populations:
+        files[str(population.get("mode") or "unknown")].append(population)
+    out = _over_file(rows, populations)
+    out["modes"] = {mode: _over_file(by_mode.get(mode, []), files[mode]) if mode in files
+                    else _accuracy(by_mode[mode]) for mode in sorted(set(by_mode) | set(files))}
     return out

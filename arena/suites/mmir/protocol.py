@@ -9,9 +9,18 @@ Source: eric-ai-lab/MMIR `eval/calculate_score.py` (`llm_judge`, `eval`) @17f24c
   exactly "poster", and "office" otherwise (the arena also accepts other casings and "web" / "webpage"). The group
   is part of the task id (`<group>-<index>:<mode>`), so a question whose source is spelled otherwise gets the
   published group's id under `original` (it then pairs with no task of an `arena` run).
+- Accuracy divides each group's score sum by the number of questions of that group in the questions file (`src_id`
+  built from the whole file), also those that were never answered: a missing answer counts 0. The rule records that
+  count on the dataset (`Dataset.population`, kept in run.json): `{"suite": "mmir", "mode": "mcq" | "open", "file":
+  the file's name, "questions": n, "groups": {"web" | "office" | "poster": n}}`, groups by the published spelling
+  rule; `mmir_metrics` divides by it (a run of part of the file, `--limit`, a filter, a stopped run, reports the
+  questions it did not run as wrong). The published overall figure divides by the constant 534, the number of
+  questions in the public files; the arena divides by the file's own count (the same for the public files).
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from arena.core.dataset import Dataset
 
@@ -24,7 +33,8 @@ def published_group(source: str) -> str:
 
 
 def original_questions(dataset: Dataset) -> None:
-    """Options as the stored `descs` text, groups by the published spelling rule (see the module docstring)."""
+    """Options as the stored `descs` text, groups by the published spelling rule, and the file's questions per group
+    as the population accuracy divides by (see the module docstring)."""
     for task in dataset.tasks:
         stored = task.metadata.get("descs")
         if isinstance(stored, str):
@@ -33,4 +43,6 @@ def original_questions(dataset: Dataset) -> None:
         group, mode = parse_task_id(task.id)
         if isinstance(source, str) and published_group(source) != group:
             task.id = task_id(published_group(source), str(task.metadata.get("index")), mode)
-
+    groups = Counter(parse_task_id(task.id)[0] for task in dataset.tasks)
+    dataset.population = {"suite": "mmir", "mode": dataset.meta.get("mode"), "file": dataset.source.name,
+                          "questions": len(dataset.tasks), "groups": dict(sorted(groups.items()))}

@@ -29,7 +29,9 @@ class Dataset:
 
     `world` is an offline world directory (corpus, image index, site) that tools use; `corpus` a corpus directory for
     text search when there is no world. `system_prompt` / `format_instruction` override the arena's prompts
-    (VistaArena's `input_template.arguments`). `reward_fn` names the original reward functions. `embedded` reads task
+    (VistaArena's `input_template.arguments`); `format_template` names a prompt template (`arena.core.prompt_book`)
+    whose text, from the run's prompt book, is the format instruction (a suite's own instruction, which a prompts
+    file may replace; `format_instruction` holds its arena wording). `reward_fn` names the original reward functions. `embedded` reads task
     images stored inside the data file itself."""
 
     name: str
@@ -40,6 +42,7 @@ class Dataset:
     corpus: Path | None = None
     system_prompt: str | None = None
     format_instruction: str | None = None
+    format_template: str | None = None
     reward_fn: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     embedded: EmbeddedImages | None = None

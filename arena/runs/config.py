@@ -55,7 +55,7 @@ class RunConfig(BaseModel):
     recorded when the run starts.
     `levels` / `categories` / `suites` keep only the tasks with one of those values (then `limit` applies).
     `transcript` False leaves every model call out of `calls.jsonl` (endpoints/transcript.py).
-    `prompts` is a prompts file (YAML: template name -> text, `arena.judges.prompt_book`) whose texts replace the
+    `prompts` is a prompts file (YAML: template name -> text, `arena.core.prompt_book`) whose texts replace the
     arena's wording of those prompts (e.g. a paper's published judge prompt); checked before the first episode.
     """
 

@@ -9,6 +9,9 @@ meaning was implicit before are given here. Format history (`arena.store.records
     the field (`fingerprint_fields`, which keeps the fingerprint of an `arena`-protocol run unchanged);
   - runs recorded before run.json had its own `judge` name it in `config.judge`, and the oldest in neither: they
     are scored with "auto" (`judge_of`).
+  - runs recorded before agent templates existed keep, in run.json `prompts.templates`, entries without a `kind`:
+    they were judge templates (`arena.core.prompt_book.OLD_RECORD_KIND`, read there: the core cannot import this
+    module).
 - format 2: run.json `version` 2 and `format` 2 on every episode line written from then on (a resumed format-1
   run holds lines of both); nothing is read differently.
 """

@@ -191,10 +191,13 @@ def test_original_sends_the_published_agent_and_judge_requests(tmp_path):
     info = json.loads((tmp_path / "logs" / "orig" / "run.json").read_text())
     digest = hashlib.sha256(prompts.read_bytes()).hexdigest()
     assert info["prompts"]["templates"] == {
-        name: {"wording": "file", "file": str(prompts), "sha256": digest}
-        for name in ("vistahop.judge.system", "vistahop.judge.user")}
+        **{name: {"kind": "judge", "wording": "file", "file": str(prompts), "sha256": digest}
+           for name in ("vistahop.judge.system", "vistahop.judge.user")},
+        # the dataset's system prompt has no tools block: the arena's tools section follows it
+        **{name: {"kind": "agent", "wording": "arena"} for name in ("agent.system.tools", "agent.user.tool_response")}}
     assert info["published_requests"][0]["fields"] == SAMPLING and info["published_requests"][0]["differences"] == []
-    assert "not the published text" not in result.output
+    flat = " ".join(result.output.split())
+    assert "agent prompts: arena wording (not the published text)" in flat and "judge and agent" not in flat
 
 
 def test_explicit_agent_options_win_and_the_run_records_the_departures(tmp_path):
@@ -212,8 +215,8 @@ def test_explicit_agent_options_win_and_the_run_records_the_departures(tmp_path)
         {"field": "chat_template_kwargs", "published": None, "sent": {"enable_thinking": False}}]
     assert any("temperature sent as 0.2" in w for w in info["warnings"])
     # no prompts file: the judge's texts are the arena's, and every table title says so
-    assert info["prompts"]["templates"]["vistahop.judge.user"] == {"wording": "arena"}
-    assert "judge prompts: arena wording (not the published text)" in result.output
+    assert info["prompts"]["templates"]["vistahop.judge.user"] == {"kind": "judge", "wording": "arena"}
+    assert "judge and agent prompts: arena wording (not the published text)" in " ".join(result.output.split())
 
 
 def test_arena_protocol_sends_no_published_field(tmp_path):

@@ -56,7 +56,8 @@ class RunConfig(BaseModel):
     `levels` / `categories` / `suites` keep only the tasks with one of those values (then `limit` applies).
     `transcript` False leaves every model call out of `calls.jsonl` (endpoints/transcript.py).
     `prompts` is a prompts file (YAML: template name -> text, `arena.core.prompt_book`) whose texts replace the
-    arena's wording of those prompts (e.g. a paper's published judge prompt); checked before the first episode.
+    arena's wording of those prompts (e.g. a paper's published judge prompt or agent instructions); checked before
+    the first episode. A run resolves it to an absolute path (its worker processes load it too).
     """
 
     data: str

@@ -13,14 +13,10 @@ import hashlib
 import json
 
 import pytest
-from typer.testing import CliRunner
 
-from arena.cli.main import app
 from arena.core.prompt_book import TEMPLATES, prompts_note, protocol_label
-from tests.suites.vistahop.test_published_requests import agent_turns, raw_requests, write_data
-from tests.support.openai_server import OpenAIStub, Reply
-
-runner = CliRunner()
+from tests.suites.vistahop.test_published_requests import raw_requests, refusal, write_data
+from tests.suites.vistahop.test_published_requests import run as published_run
 
 AGENT_TEXTS = {
     "agent.system.intro": "INTRO of the test.",
@@ -60,14 +56,8 @@ def run(tmp_path, *extra: str, run_id: str, system_prompt: bool = False):
         if not system_prompt:  # the dataset gives no system prompt of its own: the agent's templates are sent
             (root / "datasets.json").write_text(json.dumps({"cities": {"annotation": "cities.jsonl",
                                                                        "reward_fn": ["llm_score"]}}))
-    with OpenAIStub(agent_turns) as agent, OpenAIStub(lambda r: Reply(content="<judge>No</judge>")) as judge:
-        result = runner.invoke(app, ["run", "--data", str(root / "datasets.json"), "--agent", "openai",
-                                     "--model", "vlm", "--base-url", agent.base_url, "--setting", "search+crop",
-                                     "--max-rounds", "2", "--protocol", "arena", "--judge-model", "j",
-                                     "--judge-base-url", judge.base_url, "--out", str(tmp_path / "logs"),
-                                     "--run-id", run_id, *extra])
-        assert result.exit_code == 0, result.output
-        return result, raw_requests(agent.exchanges)
+    result, _, agent_calls, _ = published_run(tmp_path, "--protocol", "arena", *extra, run_id=run_id, rounds="2")
+    return result, raw_requests(agent_calls)
 
 
 def tools_block(system: str) -> str:
@@ -143,19 +133,8 @@ BAD_AGENT_PROMPTS = [
 @pytest.mark.parametrize("text,line,name,problem", BAD_AGENT_PROMPTS)
 def test_a_bad_agent_template_is_refused_with_file_line_and_name_before_the_first_episode(tmp_path, text, line,
                                                                                          name, problem):
-    write_data(tmp_path / "data")
-    prompts = tmp_path / "bad.yaml"
-    prompts.write_text(text)
-    with OpenAIStub(agent_turns) as agent:
-        result = runner.invoke(app, ["run", "--data", str(tmp_path / "data" / "datasets.json"), "--agent", "openai",
-                                     "--model", "vlm", "--base-url", agent.base_url, "--judge-model", "j",
-                                     "--judge-base-url", agent.base_url, "--prompts", str(prompts),
-                                     "--out", str(tmp_path / "logs"), "--run-id", "bad"])
-        assert agent.requests == []
-    assert result.exit_code != 0
-    flat = " ".join(result.output.split())
+    flat = refusal(tmp_path, text)
     assert f"bad.yaml:{line}: template '{name}'" in flat and problem in flat
-    assert not (tmp_path / "logs" / "bad" / "episodes.jsonl").exists()
 
 
 def test_table_titles_name_the_kinds_whose_prompts_are_the_arena_wording():

@@ -11,6 +11,7 @@ from pathlib import Path
 from PIL import Image
 from rich.console import Console
 
+from arena.core.prompt_book import TEMPLATES
 from arena.judges.llm import judge_image_size
 from arena.runs.config import RunConfig
 from arena.runs.judging import Judges
@@ -78,46 +79,75 @@ def test_mmir_ans_tag_is_required_only_under_original(tmp_path: Path):
     assert scores == {"original": 0.0, "arena": 1.0}
 
 
-def test_carv_original_counts_the_paper_llm_judge_and_computes_the_parser_beside_it(tmp_path: Path):
-    q = "one_mug_on_wood_table"
-    item = {"context_image": [q, "one_mug_on_red_table", q, "two_mug_on_wood_table", q],
-            "label": "two_mug_on_red_table"}
-    for stem in set(item["context_image"]) | {item["label"]}:
+CARV_ITEM = {"context_image": ["one_mug_on_wood_table", "one_mug_on_red_table", "one_mug_on_wood_table",
+                              "two_mug_on_wood_table", "one_mug_on_wood_table"], "label": "two_mug_on_red_table"}
+CARV_CAPTION = "A pair of mugs sits on a red table."
+# A stand-in for the paper's evaluation prompt (Appendix A.1), written for this test: the project does not copy it.
+CARV_STAND_IN = "Stand-in evaluator text. Reference: <<{reference}>> Response: <<{response}>> Reply in JSON {{...}}."
+
+
+def carv_runs(tmp_path: Path, protocols: tuple[str, ...], prompts: Path | None = None):
+    """A CARV Union SS item run under each protocol by a scripted agent, against a stub judge that says false:
+    (per protocol: the verdicts' scores, Pass@1 and the summary), the judge requests."""
+    for stem in set(CARV_ITEM["context_image"]) | {CARV_ITEM["label"]}:
         (tmp_path / f"{stem}.png").write_bytes(encode_png(render_state(parse_stem(stem)).resize((48, 36))))
     data = tmp_path / "carv_union_ss.jsonl"
-    data.write_text(json.dumps(item) + "\n")
+    data.write_text(json.dumps(CARV_ITEM) + "\n")
     # the model says "mugs" in other words: the parser reads it as two mugs on a red table; the LLM judge says no
-    script = [{"answer": "A pair of mugs sits on a red table."}]
-
-    def judge(request):
-        return '{"correctness": false, "reason": "stub"}'
-
-    with OpenAIStub(judge) as server:
+    script = [{"answer": CARV_CAPTION}]
+    with OpenAIStub(lambda request: '{"correctness": false, "reason": "stub"}') as server:
         by_protocol = {}
-        for protocol in ("original", "arena"):
+        for protocol in protocols:
             result = run(RunConfig(data=str(data), agent="scripted", agent_options={"script": script},
                                    settings=["no-tool"], judge="auto", protocol=protocol,
                                    judge_options={"model": "j", "base_url": server.base_url},
+                                   prompts=str(prompts) if prompts else None,
                                    out=str(tmp_path / "logs"), run_id=protocol))
             verdicts = [json.loads(line) for line in (result.run_dir / "verdicts.jsonl").read_text().splitlines()]
-            by_protocol[protocol] = ({v["judge"]: v["score"] for v in verdicts}, result.summary["groups"][0]["pass1"])
-        judge_requests = [r for r in server.requests if r["model"] == "j"]
-    # The paper's evaluator (Appendix A.1): one request with its evaluation prompt, the reference caption and the
-    # model's caption, and the ground-truth image (the label's file, as it is).
+            by_protocol[protocol] = ({v["judge"]: v["score"] for v in verdicts}, result.summary["groups"][0]["pass1"],
+                                     result.summary)
+        return by_protocol, [r for r in server.requests if r["model"] == "j"]
+
+
+def test_carv_original_counts_the_paper_llm_judge_and_computes_the_parser_beside_it(tmp_path: Path):
+    by_protocol, judge_requests = carv_runs(tmp_path, ("original", "arena"))
+    # The paper's evaluator (Appendix A.1): one request with the evaluation text, the reference caption and the
+    # model's caption, then the ground-truth image (the label's file, as it is). No prompts file: the text is the
+    # arena's wording, and the table title says the judge's text is not the published one.
     assert len(judge_requests) == 1
     (message,) = judge_requests[0]["messages"]
     text, image = message["content"]
-    assert text["text"].startswith("You are an evaluator for the image captioning task. Given the ground truth "
-                                   "image and reference caption")
-    assert "*** Two mugs on a red table. ***" in text["text"]
-    assert "*** A pair of mugs sits on a red table. ***" in text["text"]
-    label_png = (tmp_path / f"{item['label']}.png").read_bytes()
+    assert text["text"] == TEMPLATES["carv.judge.user"].arena_text.format(reference="Two mugs on a red table.",
+                                                                          response=CARV_CAPTION)
+    assert text["text"].startswith("You are an evaluator for the image captioning task. Given the reference "
+                                   "caption of the ground truth image")
+    assert judge_requests[0]["temperature"] == 0
+    label_png = (tmp_path / f"{CARV_ITEM['label']}.png").read_bytes()
     assert image["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(label_png).decode()
     parser_score = by_protocol["arena"][0]["carv-parse"]
     assert by_protocol["original"][0] == {"carv-llm": 0.0, "carv-parse": parser_score}
     assert by_protocol["original"][1] == 0.0  # the LLM judge's verdict counts
     assert set(by_protocol["arena"][0]) == {"carv-parse"}
     assert by_protocol["arena"][1] == parser_score * 100
+    summary = by_protocol["original"][2]
+    assert summary["prompts"]["templates"]["carv.judge.user"] == {"kind": "judge", "wording": "arena"}
+    assert summary_table(summary).title.endswith(
+        "protocol: original · judge prompts: arena wording (not the published text)")
+
+
+def test_carv_judge_text_from_the_prompts_file(tmp_path: Path):
+    prompts = tmp_path / "paper.yaml"
+    prompts.write_text(f"carv.judge.user: {json.dumps(CARV_STAND_IN)}\n")
+    by_protocol, judge_requests = carv_runs(tmp_path, ("original",), prompts)
+    (message,) = judge_requests[0]["messages"]
+    text, image = message["content"]
+    assert text == {"type": "text", "text": "Stand-in evaluator text. Reference: <<Two mugs on a red table.>> "
+                                            f"Response: <<{CARV_CAPTION}>> Reply in JSON {{...}}."}
+    assert image["type"] == "image_url"
+    summary = by_protocol["original"][2]
+    assert summary["prompts"]["templates"]["carv.judge.user"]["wording"] == "file"
+    assert "not the published text" not in summary_table(summary).title
+    assert by_protocol["original"][0]["carv-llm"] == 0.0
 
 
 def test_the_protocol_is_said_before_the_first_episode_and_shown_in_the_cli_tables(tmp_path: Path):

@@ -46,20 +46,21 @@ from typing import Any, Literal
 
 import orjson
 
-from arena.core.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
+from arena.core.agent import Agent, AgentError, AgentTurn, EpisodeView, Prompting, register_agent
 from arena.core.context_image import ContextImage
 from arena.endpoints import transcript
 from arena.endpoints.client import (ChatResponse, Endpoint, EndpointConfig, EndpointError, RejectedError,
                                     learned_params, restore_params)
 from arena.core.images import IMAGE_FACTOR, MIN_PIXELS, smart_resize
 from arena.core.protocol import parse_response
+from arena.core.task import RequestLayout
 from arena.core.tool import tools_prompt_block
 from arena.core.trajectory import InputSummary, Step
 from arena.core.untrusted import json_text_problem
 
 from .context_policy import (Elision, Limits, Observed, image_placeholder, learn_body_limit, learn_from_rejection,
                              plan_elision, text_placeholder)
-from .prompts import FINAL_ANSWER, FORMAT_INSTRUCTION, TOOL_RESPONSE, system_prompt
+from .prompts import FINAL_T, FORMAT_T, TOOL_IMAGES_T, TOOL_RESPONSE_T, system_prompt, templates_used
 from .truncation import CeilingWatch
 
 DEFAULT_MAX_PIXELS = 1280 * 28 * 28
@@ -147,10 +148,12 @@ class OpenAIAgent(Agent):
         """The transcript within `limits`, and what it holds (with the elisions made)."""
         prompting = view.prompting
         block = tools_prompt_block(view.tools) if view.tools else ""
+        book = prompting.prompts
         system = system_prompt(self.tool_mode, block, max_rounds=view.budget.max_rounds,
-                               show_budget=prompting.show_budget, override=prompting.system_prompt)
+                               show_budget=prompting.show_budget, override=prompting.system_prompt, book=book)
         question = view.task.question
-        instruction = prompting.format_instruction if prompting.format_instruction is not None else FORMAT_INSTRUCTION
+        instruction = prompting.format_instruction if prompting.format_instruction is not None \
+            else book.format(FORMAT_T)
         steps = [s for s in view.steps if not s.final_turn]
         elision = Elision()
         if limits.max_images is not None or limits.max_context_tokens is not None:
@@ -183,7 +186,7 @@ class OpenAIAgent(Agent):
         for step in steps:
             messages.extend(await self._step_messages(view, step, elision))
         if view.final_turn:
-            messages.append({"role": "user", "content": FINAL_ANSWER.format(max_rounds=view.budget.max_rounds)})
+            messages.append({"role": "user", "content": book.format(FINAL_T, max_rounds=view.budget.max_rounds)})
         images = view.n_task_images
         tokens = _tokens(system) + _tokens(question) + sum(self._image_tokens(view, i) for i in range(images))
         for step in steps:
@@ -221,10 +224,10 @@ class OpenAIAgent(Agent):
                 {"role": "tool", "tool_call_id": step.call_id, "content": text},
             ]
             if images:
-                out.append({"role": "user", "content": [{"type": "text", "text": f"Images returned by {step.tool}:"},
-                                                        *images]})
+                lead = view.prompting.prompts.format(TOOL_IMAGES_T, tool=step.tool)
+                out.append({"role": "user", "content": [{"type": "text", "text": lead}, *images]})
             return out
-        wrapped = TOOL_RESPONSE.format(text=text) if self.tool_mode == "xml" else text
+        wrapped = view.prompting.prompts.format(TOOL_RESPONSE_T, text=text) if self.tool_mode == "xml" else text
         assistant = {"role": "assistant", "content": step.output, **provider.get("message", {})}
         if self.tool_mode == "xml" and view.task.layout.published_tool_results:
             layout = (observation.data.get("layout") if observation else None) or []
@@ -411,6 +414,10 @@ class OpenAIAgent(Agent):
                                                   limits.get("max_request_bytes")))
         if limits.get("params"):
             restore_params({self.config.where(): limits["params"]})
+
+    def prompt_templates(self, prompting: Prompting, layout: RequestLayout, tools: bool,
+                         final_turn: bool) -> list[str]:
+        return templates_used(self.tool_mode, tools=tools, prompting=prompting, layout=layout, final_turn=final_turn)
 
     def describe(self) -> dict[str, Any]:
         endpoint = self.config.model_dump(exclude={"extra_body"})

@@ -65,10 +65,11 @@ from typing import Any, Callable
 
 from PIL import Image
 
-from arena.core.agent import Agent, AgentError, AgentTurn, EpisodeView, register_agent
+from arena.core.agent import Agent, AgentError, AgentTurn, EpisodeView, Prompting, register_agent
 from arena.core.context_image import ContextImage
 from arena.core.images import IMAGE_FACTOR, MIN_PIXELS, encode_png, fit_for_model, png_data_url
 from arena.core.protocol import extract_answer
+from arena.core.task import RequestLayout
 from arena.core.tool import Tool as ArenaTool
 from arena.core.trajectory import InputSummary, Step, Usage, clip
 
@@ -78,7 +79,7 @@ from arena.endpoints.transcript import record_exchange
 
 from .context_policy import (Elision, Limits, Observed, image_placeholder, learn_from_rejection, plan_elision,
                              text_placeholder)
-from .prompts import BUDGET_NOTE
+from .prompts import BUDGET_T
 
 DEFAULT_MAX_PIXELS = 1280 * 28 * 28
 SMOL_TYPES = {"string", "boolean", "integer", "number", "array", "object", "null"}
@@ -400,7 +401,7 @@ class _Session:
         self.model.n_task_images = view.n_task_images
         instructions = owner.instructions
         if view.prompting.show_budget:
-            budget = BUDGET_NOTE.format(max_rounds=view.budget.max_rounds)
+            budget = view.prompting.prompts.format(BUDGET_T, max_rounds=view.budget.max_rounds)
             instructions = f"{instructions}\n\n{budget}" if instructions else budget
         smol = _smol()
         self.agent = agent_cls(tools=[proxy_cls(t, self.bridge) for t in view.tools], model=self.model,
@@ -652,6 +653,10 @@ class SmolagentsAgent(Agent):
 
     def apply_limits(self, limits: dict[str, Any]) -> None:
         self.learned = self.learned.merged(Limits(limits.get("max_images"), limits.get("max_context_tokens")))
+
+    def prompt_templates(self, prompting: Prompting, layout: RequestLayout, tools: bool,
+                         final_turn: bool) -> list[str]:
+        return [BUDGET_T] if prompting.show_budget else []
 
     def describe(self) -> dict[str, Any]:
         try:

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from arena.judges.metrics import ERRORED
-from arena.judges.prompt_book import protocol_label
+from arena.core.prompt_book import protocol_label
 from arena.review.rundata import RunData, load_run
 from arena.review.table import judge_warnings, legend_lines, repeat_lines, suite_headlines, summary_table, support_lines
 from arena.runs.config import RunConfig

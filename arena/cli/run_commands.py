@@ -237,8 +237,9 @@ def run_grid(
                    "default: original for data in a published format, arena for generated worlds.",
         rich_help_panel=P_GRID),
     prompts: Optional[Path] = typer.Option(
-        None, help="YAML file of prompt texts by template name (e.g. vistahop.judge.user) replacing the arena's "
-                   "wording, e.g. with a paper's published judge prompt; checked before the first episode.",
+        None, help="YAML file of prompt texts by template name (e.g. vistahop.judge.user, carv.judge.user, "
+                   "agent.system.intro) replacing the arena's wording, e.g. with a paper's published judge prompt or "
+                   "agent instructions; checked before the first episode (docs/protocols.md, Prompt texts).",
         rich_help_panel=P_JUDGE),
     concurrency: int = typer.Option(8, min=1, help="Episodes in flight.", rich_help_panel=P_SCHED),
     backend: BackendName = typer.Option("asyncio", help="asyncio or ray.",

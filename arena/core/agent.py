@@ -8,8 +8,9 @@ from typing import Any, Callable, Literal
 
 from .budget import Budget
 from .discovery import registering
+from .prompt_book import PromptBook
 from .context_image import ContextImage
-from .task import Task
+from .task import RequestLayout, Task
 from .tool import Tool
 from .trajectory import InputSummary, Step, Usage
 
@@ -25,11 +26,14 @@ class AgentError(RuntimeError):
 
 @dataclass
 class Prompting:
-    """Prompt choices of a run: dataset overrides and whether the agent is told its budget."""
+    """Prompt choices of a run: dataset overrides, whether the agent is told its budget, and the run's prompt book
+    (`arena.core.prompt_book`: the texts of the agent's templates, the user's `--prompts` file over the arena's
+    wording; a dataset's own system prompt or format instruction wins over both)."""
 
     system_prompt: str | None = None
     format_instruction: str | None = None
     show_budget: bool = False
+    prompts: PromptBook = field(default_factory=PromptBook)
 
 
 @dataclass
@@ -91,6 +95,12 @@ class Agent(ABC):
         return {}
 
     def apply_limits(self, limits: dict[str, Any]) -> None: ...
+
+    def prompt_templates(self, prompting: Prompting, layout: RequestLayout, tools: bool,
+                         final_turn: bool) -> list[str]:
+        """The prompt templates (`arena.core.prompt_book`) this agent's requests use in an episode prompted so, with
+        or without tools, with or without the final-round turn (run.json records their wording)."""
+        return []
 
     async def aclose(self) -> None:
         """Release connections."""

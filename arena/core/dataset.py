@@ -29,11 +29,14 @@ class Dataset:
 
     `world` is an offline world directory (corpus, image index, site) that tools use; `corpus` a corpus directory for
     text search when there is no world. `system_prompt` / `format_instruction` override the arena's prompts
-    (VistaArena's `input_template.arguments`). `reward_fn` names the original reward functions. `embedded` reads task
-    images stored inside the data file itself. `population`: the questions of the file as its suite's published
-    evaluator counts them, for the accuracies it divides by every question of the file (also those a run did not
-    play): `{"suite": name, "questions": n, "groups": {group: n}, ...}`, set by a suite's `original_dataset_rules`
-    and recorded in run.json (`datasets[].population`); None: the suite's figures are over the episodes played."""
+    (VistaArena's `input_template.arguments`); `format_template` names a prompt template (`arena.core.prompt_book`)
+    whose text, from the run's prompt book, is the format instruction (a suite's own instruction, which a prompts
+    file may replace; `format_instruction` holds its arena wording). `reward_fn` names the original reward functions.
+    `embedded` reads task images stored inside the data file itself. `population`: the questions of the file as its
+    suite's published evaluator counts them, for the accuracies it divides by every question of the file (also
+    those a run did not play): `{"suite": name, "questions": n, "groups": {group: n}, ...}`, set by a suite's
+    `original_dataset_rules` and recorded in run.json (`datasets[].population`); None: the suite's figures are over
+    the episodes played."""
 
     name: str
     root: Path
@@ -43,6 +46,7 @@ class Dataset:
     corpus: Path | None = None
     system_prompt: str | None = None
     format_instruction: str | None = None
+    format_template: str | None = None
     reward_fn: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
     embedded: EmbeddedImages | None = None

@@ -17,7 +17,7 @@ error (scored 0, counted, fixable by re-judging) unless a later accepted answer 
 evidence call is off (the published script has none; `--judge-option evidence=true` turns it on).
 
 The two texts are templates `vistahop.judge.system` and `vistahop.judge.user` (placeholders `{question}`,
-`{reference}`, `{answer}`): the arena's wording below, or a user's prompts file (`arena.judges.prompt_book`,
+`{reference}`, `{answer}`): the arena's wording below, or a user's prompts file (`arena.core.prompt_book`,
 `arena run --prompts FILE`), e.g. with the published text, which the project does not copy. Calls are cached by
 (judge model, prompt hash, question, truth, answer, image), in memory and, when `cache_path` is set, in a
 JSON-lines file that survives restarts.
@@ -44,7 +44,7 @@ from arena.core.trajectory import Episode, Usage
 from arena.core.verdict import Verdict
 
 from .evidence import EvidenceJudge
-from .prompt_book import PromptBook, register_template
+from arena.core.prompt_book import PromptBook, register_template
 from .protocols import register_arena_variant, register_original_variant
 from .normalized import em_published, extract_answer_published, final_output, normalized_match
 
@@ -237,7 +237,7 @@ class LLMJudge(ModelJudge):
         self.verdict_rule = verdict
         self.evidence = EvidenceJudge(self.endpoint) if evidence else None
         book = prompts or PromptBook()
-        self.system_text, self.user_text = book.text(SYSTEM_TEMPLATE), book.text(USER_TEMPLATE)
+        self.system_text, self.user_text = book.format(SYSTEM_TEMPLATE), book.text(USER_TEMPLATE)
         self.prompt_hash = text_hash(self.system_text + "\n\n" + self.user_text)
 
     def describe(self) -> dict[str, Any]:

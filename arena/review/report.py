@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.judges.agreement import agreements
-from arena.judges.prompt_book import protocol_label
+from arena.core.prompt_book import protocol_label
 from arena.store.records import HarnessCost
 from arena.store.scan import model_call_counts_scan
 

@@ -8,7 +8,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from arena.judges.prompt_book import protocol_label
+from arena.core.prompt_book import protocol_label
 
 
 def fmt(value: Any, digits: int = 2) -> str:

@@ -55,8 +55,9 @@ class RunConfig(BaseModel):
     recorded when the run starts.
     `levels` / `categories` / `suites` keep only the tasks with one of those values (then `limit` applies).
     `transcript` False leaves every model call out of `calls.jsonl` (endpoints/transcript.py).
-    `prompts` is a prompts file (YAML: template name -> text, `arena.judges.prompt_book`) whose texts replace the
-    arena's wording of those prompts (e.g. a paper's published judge prompt); checked before the first episode.
+    `prompts` is a prompts file (YAML: template name -> text, `arena.core.prompt_book`) whose texts replace the
+    arena's wording of those prompts (e.g. a paper's published judge prompt or agent instructions); checked before
+    the first episode. A run resolves it to an absolute path (its worker processes load it too).
     """
 
     data: str

@@ -9,7 +9,7 @@ from typing import Any, Awaitable, Callable
 from arena.core.judge import JUDGES, Judge
 from arena.judges.llm import JudgeCache
 from arena.judges.metrics import AUTO
-from arena.judges.prompt_book import PromptBook
+from arena.core.prompt_book import PromptBook
 from arena.judges.protocols import protocol_options
 
 from .names import did_you_mean
@@ -19,7 +19,7 @@ from .plugins import accepted_options, call_with_options
 class Judges:
     """Judges built on demand: the run's judge, or with "auto" each task's own; under the `arena` protocol with
     the arena's variant of each judge (`arena.judges.protocols`). A judge whose factory takes `prompts` gets the
-    run's prompt book (`arena.judges.prompt_book`: the user's `--prompts` file over the arena's wording)."""
+    run's prompt book (`arena.core.prompt_book`: the user's `--prompts` file over the arena's wording)."""
 
     def __init__(self, name: str, options: dict[str, Any], cache_path: Path, protocol: str | None = None,
                  append: Callable[[Path, bytes], Awaitable[Any]] | None = None, prompts: PromptBook | None = None):
@@ -59,11 +59,10 @@ class Judges:
     def describe(self) -> dict[str, Any]:
         return {"judge": self.name, "built": {k: j.describe() for k, j in self._built.items()}}
 
-    def prompts_record(self) -> dict[str, Any]:
-        """Which wording each prompt template of the judges built so far uses (`run.json` `prompts`)."""
-        names = [n for judge in self._built.values() for n in getattr(judge, "prompt_templates", ())]
-        return {"file": str(self.prompts.path) if self.prompts.path else None, "sha256": self.prompts.sha256,
-                "templates": self.prompts.record(names)}
+    def prompt_templates(self) -> list[str]:
+        """The prompt templates of the judges built so far (`arena.core.prompt_book`; run.json records their
+        wording)."""
+        return [n for judge in self._built.values() for n in getattr(judge, "prompt_templates", ())]
 
     async def aclose(self) -> None:
         for judge in self._built.values():

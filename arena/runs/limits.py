@@ -15,7 +15,8 @@ from collections import deque
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
 
-from arena.core.agent import Agent, AgentTurn, EpisodeView
+from arena.core.agent import Agent, AgentTurn, EpisodeView, Prompting
+from arena.core.task import RequestLayout
 
 from .config import EndpointLimit
 
@@ -157,6 +158,10 @@ class LimitedAgent(Agent):
 
     def apply_limits(self, limits: dict[str, Any]) -> None:
         self.inner.apply_limits(limits)
+
+    def prompt_templates(self, prompting: Prompting, layout: RequestLayout, tools: bool,
+                         final_turn: bool) -> list[str]:
+        return self.inner.prompt_templates(prompting, layout, tools, final_turn)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -18,7 +18,7 @@ from arena.core.verdict import Verdict
 from arena.endpoints import transcript
 from arena.judges.agreement import Agreement, agreements
 from arena.judges.metrics import AUTO, ERRORED, judge_for, summarize
-from arena.judges.prompt_book import PromptBook
+from arena.core.prompt_book import PromptBook
 from arena.store.lock import RunLock
 from arena.store.migrate import populations_of
 from arena.store.store import RunStore

@@ -33,7 +33,7 @@ from arena.core.verdict import Verdict
 from arena.endpoints import transcript
 from arena.endpoints.client import LEARNED_PARAMS, learned_params, param_lines, restore_params
 from arena.judges.metrics import AUTO, ERRORED, judge_for, judge_for_task
-from arena.judges.prompt_book import PromptBook, prompts_note
+from arena.core.prompt_book import PromptBook, prompts_note
 from arena.judges.protocols import published_request, sampling_differences
 from arena.judges.run_summary import summarize_scan
 from arena.store.lock import RunLock
@@ -49,6 +49,7 @@ from .fork import fork_prefix
 from .harness_cost import HarnessMeter
 from .judging import Judges
 from .limits import RunSlots, endpoint_of
+from .plugins import load_plugins
 from .outage import outage_of_episode, outage_of_verdict
 from .prefix import copied_episode, derive, failed_episode
 from .prefix import link as prefix_link
@@ -188,9 +189,13 @@ async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | N
     `tool_options.cassette`, the cassette is `<run dir>/cassettes.sqlite`."""
     keep_freed_memory()
     config = config.model_copy(deep=True)
+    if config.prompts:
+        config.prompts = str(Path(config.prompts).resolve())  # workers load it too, wherever they run
     if config.workers and config.backend != "ray":
         prepare_workers()  # the workers' fork server imports the arena while the data loads
-    bench = Workbench(config)
+    load_plugins()  # every template registered before the prompts file is checked
+    book = PromptBook.load(config.prompts)  # the whole file checked before anything runs
+    bench = Workbench(config, prompts=book)
     try:
         with startup_frozen():
             return await _execute(config, bench, progress=progress, force=force, on_start=on_start, run_dir=run_dir)
@@ -202,9 +207,8 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
                    run_dir: str | Path | None) -> RunResult:
     run_id = config.run_id or default_run_id(bench, config)
     store = RunStore(Path(run_dir) if run_dir is not None else Path(config.out) / run_id)
-    book = PromptBook.load(config.prompts)  # the whole file checked before anything runs
     judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl", config.protocol,
-                    prompts=book)
+                    prompts=bench.prompts)
     # Every scoring method a task names (VistaHop's reward_fn + unused_reward_fn under --protocol original) is
     # computed; the task's own judge is the one that counts.
     also = {t.id: [j for j in t.metadata.get("judges", []) if j != judge_for_task(t, AUTO)]
@@ -271,6 +275,10 @@ class RunSession:
         self.verdicts_done: set[tuple[str, str]] = set()
         self.done: dict[str, Any] = {}
 
+    def prompts_record(self) -> dict[str, Any]:
+        """Which wording each prompt template of the run's agent and judge requests uses (`run.json` `prompts`)."""
+        return self.bench.prompts.run_record(self.bench.prompt_templates() + self.judges.prompt_templates())
+
     # -- phase 1: open ---------------------------------------------------------------------------------------
 
     def open(self, force: bool) -> None:
@@ -291,7 +299,7 @@ class RunSession:
             "versions": versions(), "git": git_hash(),
             "warnings": data_warnings(bench) + agent_warnings(bench) + request_warnings,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "prompts": self.judges.prompts_record(),
+            "prompts": self.prompts_record(),
         }
         if self.requests:
             self.info["published_requests"] = self.requests
@@ -470,7 +478,7 @@ class RunSession:
         scan = scan_run(store)
         summary = summarize_scan(scan, self.judge_name)
         summary.update({"run_id": self.run_id, "protocol": config.protocol, "judges": self.judges.describe(),
-                        "model_calls": model_call_counts_scan(scan), "prompts": self.judges.prompts_record()})
+                        "model_calls": model_call_counts_scan(scan), "prompts": self.prompts_record()})
         note = prompts_note(summary["prompts"]) if config.protocol == "original" else None
         if note:
             summary["prompts_note"] = note

@@ -17,6 +17,7 @@ from arena.core.agent import AGENTS, Agent, Prompting
 from arena.core.blobs import BlobStore
 from arena.core.dataset import Dataset, load_datasets, refuse_original_only
 from arena.core.episode import EpisodeSpec, run_episode
+from arena.core.prompt_book import PromptBook
 from arena.judges.protocols import apply_original_dataset_rules, default_protocol, original_turn_rule
 from arena.core.task import Task
 from arena.core.tool import TOOLS, RunResources, Tool
@@ -102,11 +103,16 @@ def apply_original_budget(config: RunConfig) -> None:
 
 
 class Workbench:
-    """Datasets, agents (wrapped by the endpoint gate) and tools of one run."""
+    """Datasets, agents (wrapped by the endpoint gate), tools and prompt book of one run.
 
-    def __init__(self, config: RunConfig, gate: Gate | None = None):
+    The prompt book is the run's `--prompts` file over the arena's wording (`arena.core.prompt_book`): given by the
+    driver, or loaded from `config.prompts` (a worker process rebuilding the Workbench from the run's config); every
+    episode's agent requests take their templates' texts from it."""
+
+    def __init__(self, config: RunConfig, gate: Gate | None = None, prompts: PromptBook | None = None):
         load_plugins()
         self.config = config
+        self.prompts = prompts if prompts is not None else PromptBook.load(config.prompts)
         self.datasets: list[Dataset] = load_datasets(config.data, config.root, config.fmt,
                                                      original_only=config.protocol != "arena")
         if config.corpus:
@@ -168,13 +174,37 @@ class Workbench:
             else None
         if rule is not None and "on_invalid" not in self.config.budget.model_fields_set:
             budget.on_invalid = "stop"  # a turn the published pipeline fails on ends the episode
-        prompting = Prompting(system_prompt=dataset.system_prompt, format_instruction=dataset.format_instruction,
-                              show_budget=self.config.show_budget)
+        prompting = self.prompting(dataset)
         return EpisodeSpec(run_id=run_id, task=task, dataset=dataset, agent=self.agents[job.agent],
                            tools=self.tools_by_setting[job.setting], setting=job.setting, budget=budget,
                            repeat=job.repeat, seed=job.seed, prompting=prompting, prefix=list(job.prefix),
                            prefix_mode=job.prefix_mode,
                            turn_rule=rule)
+
+    def prompting(self, dataset: Dataset) -> Prompting:
+        """The prompt choices of `dataset`'s episodes: its own texts, the run's show-budget and prompt book."""
+        instruction = self.prompts.format(dataset.format_template) if dataset.format_template \
+            else dataset.format_instruction
+        return Prompting(system_prompt=dataset.system_prompt, format_instruction=instruction,
+                         show_budget=self.config.show_budget, prompts=self.prompts)
+
+    def prompt_templates(self) -> list[str]:
+        """The prompt templates the run's agent requests use (per agent, dataset, task layout and setting), and the
+        datasets' own format templates (run.json records their wording)."""
+        tools = {bool(setting_tools(setting)) for setting in self.config.settings}
+        final_turn = self.config.budget.final_answer_turn
+        names: set[str] = set()
+        layouts: dict[tuple[int, str], tuple[Dataset, Task]] = {}
+        for dataset, task in self.pairs:
+            layouts.setdefault((id(dataset), task.layout.model_dump_json()), (dataset, task))
+            if dataset.format_template:
+                names.add(dataset.format_template)
+        for dataset, task in layouts.values():
+            prompting = self.prompting(dataset)
+            for agent in self.agents:
+                for with_tools in tools:
+                    names.update(agent.prompt_templates(prompting, task.layout, with_tools, final_turn))
+        return sorted(names)
 
     async def play(self, job: EpisodeJob, run_id: str, blobs: BlobStore) -> Episode:
         """Run one job to its Episode; model calls made here are recorded in `meta.model_calls`. The run's

@@ -9,6 +9,12 @@ meaning was implicit before are given here. Format history (`arena.store.records
     the field (`fingerprint_fields`, which keeps the fingerprint of an `arena`-protocol run unchanged);
   - runs recorded before run.json had its own `judge` name it in `config.judge`, and the oldest in neither: they
     are scored with "auto" (`judge_of`).
+  - runs recorded before agent templates existed keep, in run.json `prompts.templates`, entries without a `kind`:
+    they were judge templates (`arena.core.prompt_book.OLD_RECORD_KIND`, read there: the core cannot import this
+    module).
+  - runs recorded before the carv-llm judge's texts became a prompt template name its request layout in the
+    option `prompt` ("paper": the ground-truth image attached; "arena": the text alone), now `reference_image`
+    (`carv_reference_image`); their text was the one of its value, now the prompt book's.
 - format 2: run.json `version` 2 and `format` 2 on every episode line written from then on (a resumed format-1
   run holds lines of both); nothing is read differently.
   - runs recorded before a dataset's file population was kept (run.json `datasets[].population`, written under
@@ -66,3 +72,15 @@ def populations_of(info: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
         if isinstance(population, dict) and population.get("suite"):
             out.setdefault(str(population["suite"]), []).append(population)
     return out
+
+
+CARV_PROMPT_VALUES = {"paper": True, "arena": False}
+"""carv-llm's older `prompt` option values -> its `reference_image` option."""
+
+
+def carv_reference_image(prompt: str) -> bool:
+    """The carv-llm `reference_image` value of an older run's (or command line's) `prompt` option value."""
+    if prompt not in CARV_PROMPT_VALUES:
+        raise ValueError(f"carv-llm option prompt (now reference_image) must be one of "
+                         f"{', '.join(CARV_PROMPT_VALUES)}, got {prompt!r}")
+    return CARV_PROMPT_VALUES[prompt]

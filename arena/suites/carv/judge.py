@@ -6,16 +6,20 @@ never matches. `carv-parse` is correct when every property of the answer equals
 the reference's. `carv-llm` asks a model, which replies in JSON
 `{"correctness": true|false, "reason": ...}`; an unreadable reply is an invalid
 verdict (error set), left out of accuracy as in the paper ("accuracy over valid
-verdicts"). Its `prompt="paper"` (the default, `--protocol original`) is the
-paper's evaluator (Appendix A.1, §4): the evaluation prompt of Appendix A.1 with
-the reference caption, followed by the ground-truth image (`Task.reference_images`,
-the file's bytes as a data URL; an item whose answer is "No resulting image." has
-none, and the prompt alone is sent); every item with a caption is sent to the
-evaluator, also one whose caption equals the reference (`identical="ask"`).
-Under `--protocol arena`: `prompt="arena"` sends the arena's text-only prompt,
-which spells out every property and the no-result case, and `identical="skip"`
-scores a caption equal to the reference (case and surrounding spaces aside)
-correct without a call.
+verdicts"). Its text is the prompt template `carv.judge.user` (placeholders
+`{reference}`, `{response}`; `arena.core.prompt_book`): the arena's wording below,
+which spells out every property and the no-result case, or the text of the run's
+prompts file (`arena run --prompts FILE`), e.g. the evaluation prompt of the
+paper's Appendix A.1, which the project does not copy. With `reference_image=True`
+(the default, `--protocol original`) the request is laid out as the paper's
+evaluator (§4, Appendix A.1): one user message, the text then the ground-truth image
+(`Task.reference_images`, the file's bytes as a data URL; an item whose answer is
+"No resulting image." has none, and the text alone is sent), at temperature 0; every
+item with a caption is sent to the evaluator, also one whose caption equals the
+reference (`identical="ask"`). Under `--protocol arena`: `reference_image=False`
+sends the text alone, and `identical="skip"` scores a caption equal to the reference
+(case and surrounding spaces aside) correct without a call. Runs recorded before
+this option named it `prompt="paper"|"arena"` (`arena.store.migrate.carv_reference_image`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from typing import Any
 from arena.core.blobs import BlobStore
 from arena.endpoints.client import EndpointConfig, EndpointError
 from arena.core.judge import Judge, text_hash
+from arena.core.prompt_book import PromptBook, register_template
+from arena.store.migrate import carv_reference_image
 from arena.suites.carv.loader import NO_RESULT, PROPERTIES
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
@@ -242,10 +248,8 @@ Here is the reference caption: *** {reference} ***
 Here is the model's response: *** {response} ***
 Return your analysis in the following format:
 {{ "correctness": true or false, "reason": "brief explanation of why the answer is correct or incorrect" }}"""
-PROMPT_HASH = text_hash(PROMPT)
-# The evaluation prompt of the CARV paper, Appendix A.1 (its curly quotes printed straight).
-PAPER_PROMPT = """You are an evaluator for the image captioning task. Given the ground truth image and reference caption, please analyze the correctness of the model's final answer. If "under" is mentioned in the reference caption, it indicates that one object is positioned directly below another object in the image. Please pay special attention to this spatial relationship when evaluating the model's response. Here is the reference caption: *** {reference} *** Here is the model's response: *** {response} *** Return your analysis in the following format: {{ "correctness": true or false, "reason": "brief explanation of why the answer is correct or incorrect" }}"""
-PROMPTS = {"paper": PAPER_PROMPT, "arena": PROMPT}
+USER_TEMPLATE = "carv.judge.user"
+register_template(USER_TEMPLATE, PROMPT, ("reference", "response"))
 _CORRECTNESS = re.compile(r'"?correctness"?\s*:\s*"?(true|false)\b', re.I)
 _REASON = re.compile(r'"reason"\s*:\s*"((?:[^"\\]|\\.)*)"', re.S)
 
@@ -296,21 +300,21 @@ def reference_image_part(path: str) -> tuple[dict[str, Any], str]:
 
 class CarvLLMJudge(ModelJudge):
     id = "carv-llm"
-    version = "4"
+    version = "5"
+    prompt_templates = (USER_TEMPLATE,)
 
-    def __init__(self, endpoint: EndpointConfig, prompt: str = "paper", cache_path: str | None = None,
-                 identical: str = "ask"):
-        if prompt not in PROMPTS:
-            raise ValueError(f"carv-llm option prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
+    def __init__(self, endpoint: EndpointConfig, reference_image: bool = True, cache_path: str | None = None,
+                 identical: str = "ask", prompts: PromptBook | None = None):
         if identical not in ("ask", "skip"):
             raise ValueError(f"carv-llm option identical must be 'ask' (the paper's) or 'skip', got {identical!r}")
         super().__init__(endpoint, cache_path=cache_path)
-        self.prompt = prompt
+        self.reference_image = reference_image
         self.identical = identical
-        self.prompt_hash = text_hash(PROMPTS[prompt])
+        self.text = (prompts or PromptBook()).text(USER_TEMPLATE)
+        self.prompt_hash = text_hash(self.text)
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "prompt": self.prompt, "identical": self.identical}
+        return {**super().describe(), "reference_image": self.reference_image, "identical": self.identical}
 
     async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
         base = dict(judge_model=self.config.model, prompt_hash=self.prompt_hash)
@@ -321,10 +325,10 @@ class CarvLLMJudge(ModelJudge):
         if self.identical == "skip" and caption.strip().lower() == reference.strip().lower():
             return self.verdict(episode, score=1.0, correct=True, extracted=caption,
                                 rationale="identical to the reference caption (no judge call)", **base)
-        text = PROMPTS[self.prompt].format(reference=reference, response=caption)
+        text = self.text.format(reference=reference, response=caption)
         content: str | list[dict[str, Any]] = text
         image_hash = ""
-        if self.prompt == "paper" and episode.task.reference_images:
+        if self.reference_image and episode.task.reference_images:
             try:
                 part, image_hash = reference_image_part(episode.task.reference_images[0])
             except OSError as exc:
@@ -349,13 +353,19 @@ class CarvLLMJudge(ModelJudge):
                             raw=output, **base)
 
 
-def carv_llm(model: str, base_url: str, api_key_env: str | None = None, prompt: str = "paper",
+def carv_llm(model: str, base_url: str, api_key_env: str | None = None, reference_image: bool = True,
              cache_path: str | None = None, timeout: float = 120.0, max_retries: int = 4,
-             retry_initial: float = 1.0, max_tokens: int | None = 512, identical: str = "ask") -> CarvLLMJudge:
+             retry_initial: float = 1.0, max_tokens: int | None = 512, identical: str = "ask",
+             prompts: PromptBook | None = None, prompt: str | None = None) -> CarvLLMJudge:
+    """The carv-llm judge; `prompt` is the option's older name and values (`paper`: the ground-truth image
+    attached, `arena`: the text alone), still read."""
+    if prompt is not None:
+        reference_image = carv_reference_image(prompt)
     endpoint = EndpointConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout=timeout,
                               max_retries=max_retries, retry_initial=retry_initial, temperature=0.0,
                               max_tokens=max_tokens)
-    return CarvLLMJudge(endpoint, prompt=prompt, cache_path=cache_path, identical=identical)
+    return CarvLLMJudge(endpoint, reference_image=reference_image, cache_path=cache_path, identical=identical,
+                        prompts=prompts)
 
 
 # --- metrics ---------------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """CARV under `--protocol original`: no official evaluation code is public, so the original pipeline is the one
 the paper describes (§4 "Evaluation" and Appendix A.1): an LLM judge is given the ground-truth image and the
 reference caption with the model's caption, and answers `{"correctness": true or false, "reason": ...}`
-(`carv-llm`, `prompt="paper"`); accuracy is the share of tasks judged correct. An item whose label names an image
+(`carv-llm`, `reference_image=True`; its text the template `carv.judge.user`: the arena's wording unless the run's
+prompts file gives the paper's, and table titles say so); accuracy is the share of tasks judged correct. An item whose label names an image
 that is not there is refused (the paper's judge needs it). The arena's deterministic caption parser (`carv-parse`) scores every task as well, as a
 second judge, so the two can be compared (`arena judge RUN --judge carv-llm --judge carv-parse`). Under `arena` the
 parser alone decides.

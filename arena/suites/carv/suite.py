@@ -27,7 +27,7 @@ class CARV(Suite):
     agents = {"carv-oracle": carv_oracle, "carv-copy": carv_copy}
     worlds = {"carv-mini": build}
     world_checks = {"carv-mini": CHECK}
-    arena_variants = {"carv-llm": {"prompt": "arena", "identical": "skip"}}  # --protocol arena (docs/protocols.md)
+    arena_variants = {"carv-llm": {"reference_image": False, "identical": "skip"}}  # --protocol arena (docs/protocols.md)
     original_dataset_rules = {CARV_LOADER.name: original_judges}
     metrics = carv_metrics
 

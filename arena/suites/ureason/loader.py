@@ -22,6 +22,7 @@ from pathlib import Path
 
 from arena.core.dataset import Dataset, DatasetError, Loader
 from arena.core.task import Task
+from arena.core.prompt_book import register_template
 from arena.core.world import is_world
 
 from arena.core.arena_tasks import first_record, iter_records
@@ -39,6 +40,8 @@ GENERATION_INSTRUCTION = (
     "Create the image with the generation tool you have: `render` draws the SVG or HTML markup you write, "
     "`generate_image` sends a text prompt to an image model. When the image exists, reply <answer>done</answer>."
 )
+GENERATION_TEMPLATE = "ureason.agent.instruction"  # a prompts file may replace the text (arena.core.prompt_book)
+register_template(GENERATION_TEMPLATE, GENERATION_INSTRUCTION, kind="agent")
 
 
 def extract_refined_prompt(text: str) -> tuple[str, bool]:
@@ -114,7 +117,7 @@ def load_ureason(path: Path, root: Path | None = None) -> list[Dataset]:
         raise DatasetError(f"{path}: no UReason items ({{id, prompt, expect_en, category}} JSON lines)")
     base = (root or (path if path.is_dir() else path.parent)).resolve()
     return [Dataset(name=path.stem, root=base, tasks=tasks, source=path,
-                    format_instruction=GENERATION_INSTRUCTION)]
+                    format_instruction=GENERATION_INSTRUCTION, format_template=GENERATION_TEMPLATE)]
 
 
 UREASON_LOADER = Loader("ureason", detect=lambda path: bool(_item_files(path)), load=load_ureason)

@@ -119,3 +119,14 @@ def test_the_paper_evaluator_is_asked_for_every_caption_also_one_equal_to_the_re
 
     with OpenAIStub(lambda request: '{"correctness": false, "reason": "stub"}') as server:
         asyncio.run(scenario(server))
+
+
+def test_the_older_prompt_option_is_still_read_as_the_request_layout():
+    # runs recorded before `reference_image` named the layout `prompt="paper"|"arena"` (arena.store.migrate)
+    paper = carv_llm(model="j", base_url="http://127.0.0.1:9", prompt="paper")
+    text_only = carv_llm(model="j", base_url="http://127.0.0.1:9", prompt="arena")
+    assert (paper.reference_image, text_only.reference_image) == (True, False)
+    assert paper.describe()["reference_image"] is True and "prompt" not in paper.describe()
+    assert paper.text == text_only.text  # the text is the prompt book's, whichever layout
+    with pytest.raises(ValueError, match="prompt \\(now reference_image\\) must be one of paper, arena"):
+        carv_llm(model="j", base_url="http://127.0.0.1:9", prompt="published")

@@ -125,14 +125,15 @@ def same_pixels(part: dict, expected: Image.Image) -> bool:
     return got.size == expected.size and got.tobytes() == expected.tobytes()
 
 
-def run(tmp_path, *extra: str, run_id: str, judge_reply: str = "<judge>No</judge><reason>wrong city</reason>"):
+def run(tmp_path, *extra: str, run_id: str, judge_reply: str = "<judge>No</judge><reason>wrong city</reason>",
+        rounds: str = "5"):
     root = tmp_path / "data"
     if not root.exists():
         write_data(root)
     with OpenAIStub(agent_turns) as agent, OpenAIStub(lambda request: Reply(content=judge_reply)) as judge:
         result = runner.invoke(app, ["run", "--data", str(root / "datasets.json"), "--agent", "openai",
                                      "--model", "vlm", "--base-url", agent.base_url, "--setting", "search+crop",
-                                     "--max-rounds", "5", "--judge", "auto", "--judge-model", "Qwen3-VL-32B-Instruct",
+                                     "--max-rounds", rounds, "--judge", "auto", "--judge-model", "Qwen3-VL-32B-Instruct",
                                      "--judge-base-url", judge.base_url, "--out", str(tmp_path / "logs"),
                                      "--run-id", run_id, *extra])
         assert result.exit_code == 0, result.output
@@ -191,10 +192,13 @@ def test_original_sends_the_published_agent_and_judge_requests(tmp_path):
     info = json.loads((tmp_path / "logs" / "orig" / "run.json").read_text())
     digest = hashlib.sha256(prompts.read_bytes()).hexdigest()
     assert info["prompts"]["templates"] == {
-        name: {"wording": "file", "file": str(prompts), "sha256": digest}
-        for name in ("vistahop.judge.system", "vistahop.judge.user")}
+        **{name: {"kind": "judge", "wording": "file", "file": str(prompts), "sha256": digest}
+           for name in ("vistahop.judge.system", "vistahop.judge.user")},
+        # the dataset's system prompt has no tools block: the arena's tools section follows it
+        **{name: {"kind": "agent", "wording": "arena"} for name in ("agent.system.tools", "agent.user.tool_response")}}
     assert info["published_requests"][0]["fields"] == SAMPLING and info["published_requests"][0]["differences"] == []
-    assert "not the published text" not in result.output
+    flat = " ".join(result.output.split())
+    assert "agent prompts: arena wording (not the published text)" in flat and "judge and agent" not in flat
 
 
 def test_explicit_agent_options_win_and_the_run_records_the_departures(tmp_path):
@@ -212,8 +216,8 @@ def test_explicit_agent_options_win_and_the_run_records_the_departures(tmp_path)
         {"field": "chat_template_kwargs", "published": None, "sent": {"enable_thinking": False}}]
     assert any("temperature sent as 0.2" in w for w in info["warnings"])
     # no prompts file: the judge's texts are the arena's, and every table title says so
-    assert info["prompts"]["templates"]["vistahop.judge.user"] == {"wording": "arena"}
-    assert "judge prompts: arena wording (not the published text)" in result.output
+    assert info["prompts"]["templates"]["vistahop.judge.user"] == {"kind": "judge", "wording": "arena"}
+    assert "judge and agent prompts: arena wording (not the published text)" in " ".join(result.output.split())
 
 
 def test_arena_protocol_sends_no_published_field(tmp_path):
@@ -256,9 +260,9 @@ BAD_PROMPTS = [
 ]
 
 
-@pytest.mark.parametrize("text,line,name,problem", BAD_PROMPTS)
-def test_a_bad_prompts_file_is_refused_with_file_line_and_name_before_the_first_episode(tmp_path, text, line, name,
-                                                                                      problem):
+def refusal(tmp_path, text: str) -> str:
+    """The output of a run given `text` as its prompts file `bad.yaml`, which must stop before any agent request and
+    write no episode (whitespace collapsed)."""
     write_data(tmp_path / "data")
     prompts = tmp_path / "bad.yaml"
     prompts.write_text(text)
@@ -269,6 +273,12 @@ def test_a_bad_prompts_file_is_refused_with_file_line_and_name_before_the_first_
                                      "--out", str(tmp_path / "logs"), "--run-id", "bad"])
         assert agent.requests == []
     assert result.exit_code != 0
-    flat = " ".join(result.output.split())
-    assert f"bad.yaml:{line}: template '{name}'" in flat and problem in flat
     assert not (tmp_path / "logs" / "bad" / "episodes.jsonl").exists()
+    return " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("text,line,name,problem", BAD_PROMPTS)
+def test_a_bad_prompts_file_is_refused_with_file_line_and_name_before_the_first_episode(tmp_path, text, line, name,
+                                                                                      problem):
+    flat = refusal(tmp_path, text)
+    assert f"bad.yaml:{line}: template '{name}'" in flat and problem in flat

@@ -1,21 +1,22 @@
 """Named prompt templates: the arena's own wording, or a user's file holding other text (e.g. a paper's published
-judge prompt, which the project does not copy) (`arena run --prompts FILE`).
+judge prompt or agent instructions, which the project does not copy) (`arena run --prompts FILE`).
 
-A template is registered by the module that sends it (`register_template`): its name (`<suite>.<who>.<part>`, e.g.
-`vistahop.judge.user`), the placeholders it is formatted with, and the arena's text. A prompts file is YAML, one
-mapping from template names to texts:
+A template is registered by the module that sends it (`register_template`): its name (a suite's
+`<suite>.<who>.<part>`, e.g. `<suite>.judge.user`; the agents' `agent.<message>.<part>`), the placeholders it is
+formatted with, the arena's text and its request kind (`judge` or `agent`). A prompts file is YAML, one mapping
+from template names to texts:
 
-    vistahop.judge.system: |-
+    agent.system.intro: |-
       ...
-    vistahop.judge.user: |-
-      Question: {question}
-      ...
+    agent.user.final_round: |-
+      No rounds left of {max_rounds}; ...
 
 Placeholders are `{name}` (literal braces doubled, as in Python's `str.format`); each text must use exactly the
 template's placeholders. `PromptBook.load` checks the whole file before a run starts: an unknown template name, a
 placeholder the template does not have, a missing one or a text that is not a string is refused with the file,
 the line and the name. `PromptBook.text(name)` is the file's text when it has one, else the arena's;
-`PromptBook.record()` says, per template, which wording is used (what `run.json` keeps under `prompts`).
+`PromptBook.run_record(names)` says, per template a run's requests use, its kind and which wording is used (what
+`run.json` keeps under `prompts`); `prompts_note` turns that into what table titles say.
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ import yaml
 
 ARENA_WORDING = "arena"
 FILE_WORDING = "file"
-NOT_PUBLISHED = "judge prompts: arena wording (not the published text)"
+KINDS = ("judge", "agent")  # in the order a table title names them
+OLD_RECORD_KIND = "judge"  # a template entry recorded before agent templates existed (no `kind`) was a judge's
 
 
 @dataclass(frozen=True)
 class Template:
     """A prompt the arena sends: its name, the placeholders it is formatted with, the arena's text, and the
-    request kind it belongs to (e.g. `judge`)."""
+    request kind it belongs to (`judge` or `agent`)."""
 
     name: str
     placeholders: frozenset[str]
@@ -52,7 +54,10 @@ class PromptFileError(ValueError):
 
 
 def register_template(name: str, arena_text: str, placeholders: tuple[str, ...] = (), kind: str = "judge") -> None:
-    """Declare template `name`: formatted with `placeholders`, the arena's wording `arena_text`."""
+    """Declare template `name` of request kind `kind`: formatted with `placeholders`, the arena's wording
+    `arena_text`."""
+    if kind not in KINDS:
+        raise ValueError(f"template {name}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
     found = placeholders_of(arena_text)
     if found != set(placeholders):
         raise ValueError(f"template {name}: the arena's text has placeholders {sorted(found)}, declared "
@@ -122,15 +127,25 @@ class PromptBook:
         """The text of template `name`: the file's, else the arena's."""
         return self.texts[name] if name in self.texts else TEMPLATES[name].arena_text
 
+    def format(self, name: str, **values: Any) -> str:
+        """The text of template `name` formatted with `values` (doubled braces become literal ones)."""
+        return self.text(name).format(**values)
+
     def wording(self, name: str) -> dict[str, Any]:
-        """Which wording template `name` uses: the arena's, or the user's file with its sha256."""
+        """Template `name`'s kind and which wording it uses: the arena's, or the user's file with its sha256."""
+        kind = {"kind": TEMPLATES[name].kind}
         if name in self.texts:
-            return {"wording": FILE_WORDING, "file": str(self.path), "sha256": self.sha256}
-        return {"wording": ARENA_WORDING}
+            return {**kind, "wording": FILE_WORDING, "file": str(self.path), "sha256": self.sha256}
+        return {**kind, "wording": ARENA_WORDING}
 
     def record(self, names: list[str]) -> dict[str, Any]:
-        """Per template of `names` (those the run's requests use), the wording used (what `run.json` keeps)."""
+        """Per template of `names` (those the run's requests use), its kind and the wording used."""
         return {name: self.wording(name) for name in sorted(set(names))}
+
+    def run_record(self, names: list[str]) -> dict[str, Any]:
+        """What `run.json` keeps under `prompts`: the file (None: the arena's wording only), its sha256, and per
+        template of `names` its kind and wording."""
+        return {"file": str(self.path) if self.path else None, "sha256": self.sha256, "templates": self.record(names)}
 
 
 def _listed(names: frozenset[str]) -> str:
@@ -138,16 +153,17 @@ def _listed(names: frozenset[str]) -> str:
 
 
 def prompts_note(record: dict[str, Any] | None) -> str | None:
-    """What a table title says about a run's prompts (`run.json` `prompts`): a note when a request used the
-    arena's wording where a published text exists, else None."""
+    """What a table title says about a run's prompts (`run.json` `prompts`): which request kinds used the arena's
+    wording for some template (`judge and agent prompts: arena wording (not the published text)`), else None."""
     templates = (record or {}).get("templates") or {}
-    if any(entry.get("wording") == ARENA_WORDING for entry in templates.values()):
-        return NOT_PUBLISHED
-    return None
+    kinds = {entry.get("kind") or OLD_RECORD_KIND for entry in templates.values()
+             if entry.get("wording") == ARENA_WORDING}
+    named = [kind for kind in KINDS if kind in kinds]
+    return f"{' and '.join(named)} prompts: arena wording (not the published text)" if named else None
 
 
 def protocol_label(protocol: str, record: dict[str, Any] | None) -> str:
     """The protocol as table titles show it: with the prompts note when a run under `original` used the arena's
-    wording where a published text exists (`original · judge prompts: arena wording (not the published text)`)."""
+    wording for some template (`original · judge prompts: arena wording (not the published text)`)."""
     note = prompts_note(record) if protocol == "original" else None
     return f"{protocol} · {note}" if note else protocol

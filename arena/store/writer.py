@@ -47,7 +47,7 @@ class RunWriter:
     """A thread with a queue doing the run's file writes (see the module docstring)."""
 
     def __init__(self, name: str = "arena-run-writer"):
-        self._queue: queue.SimpleQueue[tuple[Future, Callable[..., Any], tuple, str, Path | None] | None] = \
+        self._queue: queue.SimpleQueue[tuple[Future, Callable[..., Any], tuple, str, Any] | None] = \
             queue.SimpleQueue()
         self._unsynced: set[Path] = set()
         self.problems: list[str] = []
@@ -62,7 +62,7 @@ class RunWriter:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            commits: list[tuple[Future, Callable[..., Any], tuple, Path]] = []
+            commits: list[tuple[Future, Callable[..., Any], tuple, tuple[Path, ...]]] = []
             for item in batch:
                 if item is None:
                     self._commit(commits)
@@ -86,7 +86,7 @@ class RunWriter:
         except BaseException as exc:  # handed to whoever waits on the future
             future.set_exception(exc)
 
-    def _commit(self, commits: list[tuple[Future, Callable[..., Any], tuple, Path]]) -> None:
+    def _commit(self, commits: list[tuple[Future, Callable[..., Any], tuple, tuple[Path, ...]]]) -> None:
         """Apply a batch's commits between two fsync rounds; complete their futures after the second."""
         if not commits:
             return
@@ -98,12 +98,12 @@ class RunWriter:
                     future.set_exception(exc)
             return
         done: list[tuple[Future, Any]] = []
-        for future, fn, args, path in commits:
+        for future, fn, args, paths in commits:
             if not future.set_running_or_notify_cancel():
                 continue
             try:
                 done.append((future, fn(*args, fsync=False)))
-                self._unsynced.add(path)
+                self._unsynced.update(paths)
             except BaseException as exc:
                 future.set_exception(exc)
         try:
@@ -119,17 +119,19 @@ class RunWriter:
         """Run `fn(*args)` on the writer thread after everything submitted before."""
         return self._put(WRITE, None, fn, args)
 
-    def _put(self, kind: str, path: Path | None, fn: Callable[..., Any], args: tuple) -> Future:
+    def _put(self, kind: str, path: Any, fn: Callable[..., Any], args: tuple) -> Future:
         if not self._thread.is_alive():
             raise RuntimeError("the run writer is closed")
         future: Future = Future()
         self._queue.put((future, fn, args, kind, path))
         return future
 
-    def commit(self, path: Path, fn: Callable[..., T], *args: Any) -> "Future[T]":
-        """A durable write by group commit (see the module docstring): `fn(*args, fsync=False)` appends to `path`;
-        the future completes once that is fsynced, with every line and blob submitted before it."""
-        return self._put(COMMIT, Path(path), fn, args)
+    def commit(self, path: Path | tuple[Path, ...], fn: Callable[..., T], *args: Any) -> "Future[T]":
+        """A durable write by group commit (see the module docstring): `fn(*args, fsync=False)` appends to `path`
+        (or to each of several paths, e.g. an episode and its verdicts); the future completes once that is fsynced,
+        with every line and blob submitted before it."""
+        paths = tuple(Path(p) for p in path) if isinstance(path, tuple) else (Path(path),)
+        return self._put(COMMIT, paths, fn, args)
 
     def _noted(self, future: Future, what: str) -> None:
         def note(done: Future) -> None:

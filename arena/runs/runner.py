@@ -31,7 +31,6 @@ import orjson
 from arena.agents.truncation import MARGIN, CeilingWatch
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
-from arena.endpoints import transcript
 from arena.endpoints.client import LEARNED_PARAMS, learned_params, param_lines, restore_params
 from arena.judges.metrics import AUTO, ERRORED, judge_for_task
 from arena.judges.prompt_book import PromptBook, prompts_note
@@ -288,6 +287,7 @@ class RunSession:
         if self.requests:
             self.info["published_requests"] = self.requests
         store.open(self.info, force=force)
+        store.use_appender(self.writer.files)  # every record of the run is appended by the writer's thread
         if config.fork is not None:
             self.prefix, self.link, self.resend = fork_prefix(config.fork, store)
             store.update_info({"forked_from": self.link})
@@ -396,8 +396,7 @@ class RunSession:
     async def play(self, job: EpisodeJob, again: dict[str, Any] | None = None) -> Finished:
         assert self.backend is not None
         async with self.slots.slot():
-            with transcript.scope(self.calls, job.key, "agent", again):
-                finished = await self.backend.play(job)
+            finished = await self.backend.play(job, again)
         self.meter.observe(finished.brief)
         await self.record(finished)
         return finished

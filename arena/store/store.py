@@ -26,7 +26,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from arena.core.blobs import BlobStore
-from arena.core.jsonl import append_line, repair_torn_tail
+from arena.core.jsonl import Appender, append_line, repair_torn_tail
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 
@@ -84,6 +84,16 @@ class RunStore:
         self.summary_path = self.dir / "summary.json"
         self.blobs = BlobStore(self.dir / "blobs")
         self._index: EpisodeIndex | None = None
+        self.append_line = append_line
+        """How record lines (and index entries) are appended: `arena.core.jsonl.append_line`, or through the run
+        writer's held-open files (`use_appender`)."""
+
+    def use_appender(self, appender: Appender) -> None:
+        """Append records and index entries through `appender` (a run writer's `files`, used only on its thread:
+        every append of this store must then be made there)."""
+        self.append_line = appender.line_writer()
+        if self._index is not None:
+            self._index.append_line = self.append_line
 
     def exists(self) -> bool:
         return self.run_json.is_file()
@@ -125,6 +135,7 @@ class RunStore:
         Writers (holding the run's lock) persist its repairs; readers pass `persist=False`."""
         if self._index is None or (persist and not self._index.persist):
             self._index = EpisodeIndex.load(self.episodes_path, persist)
+            self._index.append_line = self.append_line
         return self._index
 
     def append_episode(self, episode: Episode, fsync: bool = True) -> None:
@@ -137,7 +148,7 @@ class RunStore:
         """Append an episode line made by `episode_line` (here or in a worker process), with its index entry as
         `entry_of(line, offset)` gives it for any offset: the line is not parsed again, only the entry's offset set."""
         index = self.index()
-        offset = append_line(self.episodes_path, line, fsync=fsync)
+        offset = self.append_line(self.episodes_path, line, fsync=fsync)
         index.add(entry._replace(offset=offset))
 
     def append_finished(self, line: bytes, entry: Entry, verdicts: list[bytes], fsync: bool = True) -> str | None:
@@ -147,7 +158,7 @@ class RunStore:
         self.append_episode_line(line, entry, fsync)
         try:
             for verdict in verdicts:
-                append_line(self.verdicts_path, verdict, fsync=fsync)
+                self.append_line(self.verdicts_path, verdict, fsync=fsync)
         except (OSError, ValueError) as exc:
             return f"{type(exc).__name__}: {exc}"
         return None
@@ -164,12 +175,12 @@ class RunStore:
                                 f"{exc.errors()[0]['msg']}") from None
 
     def append_verdict(self, verdict: Verdict, fsync: bool = True) -> None:
-        append_line(self.verdicts_path, verdict_line(verdict), fsync=fsync)
+        self.append_line(self.verdicts_path, verdict_line(verdict), fsync=fsync)
 
     def append_verdict_lines(self, lines: list[bytes], fsync: bool = True) -> None:
         """Verdict lines made by `verdict_line` (here or in a worker process), in order."""
         for line in lines:
-            append_line(self.verdicts_path, line, fsync=fsync)
+            self.append_line(self.verdicts_path, line, fsync=fsync)
 
     def all_episodes(self) -> list[Episode]:
         return list(read_records(self.episodes_path, Episode))

@@ -40,8 +40,9 @@ class Backend(Protocol):
     gate: Gate
     """The gate judge calls go through too (one limit per endpoint across agent and judge)."""
 
-    async def play(self, job: EpisodeJob) -> Finished:
-        """The played and finished episode (not yet recorded: the runner appends its bytes to the store)."""
+    async def play(self, job: EpisodeJob, resend: dict[str, Any] | None = None) -> Finished:
+        """The played and finished episode (not yet recorded: the runner appends its bytes to the store); `resend`:
+        a fork's recorded request, sent again (`arena.endpoints.transcript.scope`, opened where the episode plays)."""
         ...
 
     async def aclose(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from arena.endpoints import transcript
 from arena.runs.finishing import Finished, Finisher
 from arena.runs.workbench import EpisodeJob, Workbench
 from arena.store.store import RunStore
@@ -20,8 +21,9 @@ class LocalBackend:
         self.gate = bench.gate
         self.blobs = writer.blobs(store.blobs.root)
 
-    async def play(self, job: EpisodeJob) -> Finished:
-        episode = await self.bench.play(job, self.run_id, self.blobs)
+    async def play(self, job: EpisodeJob, resend: dict[str, Any] | None = None) -> Finished:
+        with transcript.scope(self.calls, job.key, "agent", resend):
+            episode = await self.bench.play(job, self.run_id, self.blobs)
         return await self.finisher.finish(episode, self.blobs, self.calls)
 
     def worker_cpu_seconds(self) -> float | None:

@@ -8,7 +8,7 @@ judges, verdict lines) and returns it as bytes with its brief, its model and jud
 its judge-cache lines (`play_finished`), keeping the images it produces in memory to return with it; the driver
 writes blobs and lines through the run writer, then appends the episode and verdict lines unparsed (`receive`,
 then the runner). The blobs a prefix reuses travel to the worker with the job, and so does a
-fork's recorded request (`transcript.recorded_request()` of the episode's scope), which
+fork's recorded request (the `resend` the runner gives `play`), which
 the worker sends again as the asyncio backend would. The local worker processes of
 `--workers` (`arena.runs.backends.worker_backend`) use the same functions. Per-endpoint limits are enforced
 across all workers by one gate actor. On a local Ray instance (no `ray_address`: the actors run on this machine and
@@ -98,7 +98,7 @@ async def play_finished(bench: Workbench, finisher: Finisher, job_json: str, run
                         run_blobs: BlobStore | None = None) -> tuple[Finished, dict[str, bytes]]:
     """Worker side: play a job with its prefix's blobs in memory, recording its model calls, and finish it with the
     worker's `finisher` (judged, its judge calls recorded too); `resend`: the recorded request a fork sends again
-    (`transcript.recorded_request()` of the driver's scope), as the asyncio backend does; `stored`: blob ids the
+    (what the runner gives the backend's `play`), as the asyncio backend does; `stored`: blob ids the
     driver confirmed it has (not sent again). With `run_blobs` (the run's own blob store, on a filesystem the worker
     shares with the driver) the episode reads and writes its blobs there itself (each written atomically under its
     content hash, before the episode is returned) and none is returned.
@@ -135,11 +135,10 @@ async def receive(store: RunStore, writer: RunWriter, agents: list[Any], finishe
         stored = await settled(write)
         if stored != blob_id:
             raise RuntimeError(f"blob {blob_id} from {source} does not match its content ({stored})")
-    calls, cache = store.dir / CALLS_FILE, store.dir / JUDGE_CACHE
-    for line in finished.calls:
-        writer.append(calls, line)
-    for line in finished.cache:
-        writer.append(cache, line)
+    if finished.calls:
+        writer.append_lines(store.dir / CALLS_FILE, finished.calls)
+    if finished.cache:
+        writer.append_lines(store.dir / JUDGE_CACHE, finished.cache)
     finished.calls, finished.cache = [], []
     take_learned(agents, finished.learned)
     return finished
@@ -263,12 +262,12 @@ class RayBackend:
     def _pick(self) -> int:
         return min(range(len(self.workers)), key=lambda i: (self._load[i], i))
 
-    async def play(self, job: EpisodeJob) -> Finished:
+    async def play(self, job: EpisodeJob, resend: dict[str, Any] | None = None) -> Finished:
         blobs = await prefix_blobs(self.store, job) if self.blobs_root is None else {}
         index = self._pick()
         self._load[index] += 1
         try:
-            played = await self.workers[index].play.remote(job.model_dump_json(), blobs, transcript.recorded_request())
+            played = await self.workers[index].play.remote(job.model_dump_json(), blobs, resend)
         finally:
             self._load[index] -= 1
         self._cpu[index] = max(self._cpu[index], played[-1])

@@ -53,7 +53,6 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from arena.core.blobs import BlobStore
-from arena.endpoints import transcript
 from arena.runs.allocator import keep_freed_memory, startup_frozen
 from arena.runs.config import RunConfig
 from arena.runs.finishing import Finished, Finisher
@@ -395,7 +394,7 @@ class WorkerBackend:
                                                      f"(exit code {code}) while playing an episode"))
                     self._pending.pop(job_id, None)
 
-    async def play(self, job: EpisodeJob) -> Finished:
+    async def play(self, job: EpisodeJob, resend: dict[str, Any] | None = None) -> Finished:
         self._start_reader()
         blobs: dict[str, bytes] = {}  # the worker reads a prefix's blobs from the run's store itself
         worker = min(range(len(self.procs)), key=lambda i: (self._load[i], i))
@@ -408,7 +407,7 @@ class WorkerBackend:
         self._load[worker] += 1
         try:  # the worker counts as loaded until its blobs are confirmed, so a job sent to it comes after the ack
             try:
-                self.jobs[worker].put(("play", job_id, job.model_dump_json(), blobs, transcript.recorded_request()))
+                self.jobs[worker].put(("play", job_id, job.model_dump_json(), blobs, resend))
                 message = await future
             except asyncio.CancelledError:
                 self._pending.pop(job_id, None)

@@ -143,6 +143,8 @@ def over_ideal(data: Path, out: Path, base_url: str, delay: float, ways: int, wo
     wall = ended - playing[0][0]
     own = (f"; the run's own figures: harness share {100 * harness['harness_share']:.1f} %, driver busy "
            f"{100 * harness['driver_load']:.0f} %" if harness.get("harness_share") is not None else "")
+    if harness.get("driver_cpu_per_episode_ms") is not None:  # the playing phase only (not the summary after it)
+        own += f", driver CPU per episode while playing {harness['driver_cpu_per_episode_ms']:.2f} ms"
     latency = f"{delay * 1000:.0f} ms server" + (f" (lognormal, sigma {spread:g})" if spread else "")
     return (f"{latency}, {ways}-way, {'asyncio' if not workers else f'{workers} workers'}: "
             f"{len(episodes)} episodes, {rounds} calls, wall {wall:.2f} s vs ideal {ideal:.2f} s = "

@@ -14,7 +14,6 @@ run starts playing (the runner's `on_start`, called once the backend is up). Pri
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess

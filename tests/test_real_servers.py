@@ -447,14 +447,15 @@ def test_a_judge_endpoint_that_refuses_stops_the_run(tmp_path):
 
 
 def test_run_stops_count_per_endpoint_and_ignore_an_endpoint_that_has_answered():
+    from arena.runs.briefs import EpisodeBrief
     from arena.runs.stops import RunStops, endpoint_label
 
-    def refused(agent: str, steps: int = 0) -> Episode:
+    def refused(agent: str, steps: int = 0) -> EpisodeBrief:
         episode = Episode(id=agent, run_id="r", key=agent, task=TaskRef(id="t", suite="test", question="?",
                                                                          answers=["a"]),
                           agent=agent, setting="s", budget=Budget(), finish_reason="rejected",
                           error="m at http://h/v1: HTTP 404 (NotFoundError): The model `m` does not exist.")
-        return episode
+        return EpisodeBrief.of(episode)
 
     label = endpoint_label({"endpoint": {"model": "m", "base_url": "http://u:KEY@h/v1/"}})
     assert label == "m at http://***@h/v1"

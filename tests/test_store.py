@@ -57,3 +57,22 @@ def test_repair_of_file_without_any_newline(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_text('{"partial"')
     assert repair_torn_tail(path) == 10 and path.read_text() == ""
+
+
+def test_an_episode_line_made_elsewhere_is_appended_as_append_episode_writes_it(tmp_path):
+    """Issue 29: a worker makes the episode's line and index entry (`episode_line`, `entry_of` at offset 0); the
+    driver appends them unparsed (`append_episode_line`): the same bytes and the same index as `append_episode`."""
+    from arena.store.run_index import entry_of
+    from arena.store.store import episode_line
+
+    direct, shipped = RunStore(tmp_path / "direct"), RunStore(tmp_path / "shipped")
+    for store in (direct, shipped):
+        store.open({"fingerprint": "f"})
+    for i, key in enumerate(["k1", "k2", "k1"]):
+        direct.append_episode(make_episode(i, key))
+        line = episode_line(make_episode(i, key))
+        shipped.append_episode_line(line, entry_of(line, 0))
+    assert shipped.episodes_path.read_bytes() == direct.episodes_path.read_bytes()
+    assert shipped.index().entries == direct.index().entries
+    assert RunStore(shipped.dir).index(persist=False).entries == direct.index().entries  # the index file agrees
+    assert [e.id for e in shipped.episodes()] == ["e2", "e1"]

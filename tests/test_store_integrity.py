@@ -281,3 +281,35 @@ def test_finished_episodes_are_judged_and_reported_while_the_run_goes_on(tmp_pat
                      progress=lambda episode, verdict: served_at_first_report.append(len(server.requests)))
     assert len(result.episodes) == 12 and len(served_at_first_report) == 12
     assert served_at_first_report[0] <= 4, served_at_first_report
+
+
+def test_files_held_open_by_the_writer_cut_a_torn_tail_when_opened_and_after_a_failed_write(tmp_path: Path) -> None:
+    """The run writer holds the run's files open (`Appender`): the first append cuts a torn tail as `append_line`
+    does; a write that fails forgets the file, so the next append opens it again and cuts what the failure left."""
+    from arena.core.jsonl import Appender
+
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": 2, "cut')
+    files = Appender()
+    assert files.append(path, b'{"a": 3}\n') == 9 and files.append(path, b'{"a": 4}\n') == 18
+    held = files._open[path]
+
+    class Torn:  # a write that leaves half a line behind, then fails (a full disk)
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, data: bytes) -> None:
+            self.fh.write(data[:4])
+            self.fh.flush()
+            raise OSError("No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+    files._open[path] = Torn(held)
+    with pytest.raises(OSError):
+        files.append(path, b'{"a": 5}\n')
+    assert path not in files._open and held.closed
+    assert files.append(path, b'{"a": 6}\n') == 27
+    files.close()
+    assert path.read_bytes() == b'{"a": 1}\n{"a": 3}\n{"a": 4}\n{"a": 6}\n'

@@ -314,3 +314,45 @@ def test_a_worker_whose_driver_is_gone_ends_though_its_last_message_cannot_be_de
     the worker cancels that join first, and ends with its code."""
     done = run_script(tmp_path / "unread_message.py", UNREAD_MESSAGE)
     assert done.stdout.split() == ["0"], done.stdout + done.stderr
+
+
+def test_workers_finish_their_episodes_and_the_driver_parses_and_judges_none(
+        tiny_data: Path, tmp_path: Path, monkeypatch) -> None:
+    """The driver leaves the per-episode path (issue 29): a worker prices, serialises and judges the episodes it plays
+    (the llm judge's calls recorded as calls.jsonl lines, its cache lines sent back as bytes), and the driver appends
+    the bytes it is sent: in the driver no episode record is parsed and no judge scores while the run plays, yet
+    the records are those of the asyncio backend."""
+    from arena.core.trajectory import Episode
+    from arena.judges.llm import LLMJudge
+    from tests.support.qwen_script import respond
+    from tests.test_openai_run import config_for
+
+    with OpenAIStub(respond) as server:
+        local = run(config_for(server, tiny_data, tmp_path / "logs", max_rounds=[10], run_id="local"))
+        parsed: list[bytes] = []
+        parse = Episode.model_validate_json
+
+        def counted(data, *args, **kwargs):
+            parsed.append(data)
+            return parse(data, *args, **kwargs)
+
+        async def refuse(self, episode, blobs=None):
+            raise AssertionError("judged in the driver")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(Episode, "model_validate_json", counted)
+            patched.setattr(LLMJudge, "score", refuse)
+            spread = run(config_for(server, tiny_data, tmp_path / "logs", max_rounds=[10], run_id="workers",
+                                    workers=2))
+            assert parsed == []
+    assert not spread.unwritten and spread.stopped is None
+    assert_same_run(spread, local)
+    judged = {(v.key, v.correct, v.rationale) for v in spread.verdicts}
+    assert judged == {(v.key, v.correct, v.rationale) for v in local.verdicts} and len(judged) == 2
+    judge_calls = [c for e in spread.episodes for c in read_calls(spread.run_dir, e.key) if c["role"] == "judge"]
+    assert len(judge_calls) == 3  # one correctness call, two evidence checks (assert_same_run: as asyncio recorded)
+    cache = (spread.run_dir / "judge_cache.jsonl").read_text().splitlines()
+    assert cache == (local.run_dir / "judge_cache.jsonl").read_text().splitlines() and len(cache) == 1
+    costs = {e.key: e.meta.get("cost") for e in spread.episodes}
+    assert costs == {e.key: e.meta.get("cost") for e in local.episodes}
+

@@ -22,6 +22,7 @@ from arena.judges.metrics import ERRORED
 from arena.core.prompt_book import protocol_label
 from arena.review.rundata import RunData, load_run
 from arena.review.table import judge_warnings, legend_lines, repeat_lines, suite_headlines, summary_table, support_lines
+from arena.runs.briefs import EpisodeBrief, VerdictBrief
 from arena.runs.config import RunConfig
 from arena.runs.outage import ErrorTally
 from arena.runs.plugins import load_plugins
@@ -137,7 +138,8 @@ def progress_every() -> float:
 
 def plain_hooks() -> dict[str, Any]:
     """`on_start` / `progress` hooks printing plain progress lines when stdout is not a terminal, else none
-    (for commands without a progress bar: judge, world check)."""
+    (for commands without a progress bar: judge, world check). `progress` reads `finish_reason`, `error`, `correct`:
+    a run's briefs (`arena.runs.briefs`) or `arena judge`'s Episode and Verdict, which name them alike."""
     if console.is_terminal:
         return {}
     plain = PlainProgress(progress_every(), write=lambda text: console.print(text, markup=False, highlight=False))
@@ -173,7 +175,8 @@ def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path 
             state["task"] = bar.add_task(f"episodes ({total - todo} already done)" if todo < total else "episodes",
                                          total=todo, status="")
 
-        def on_episode(episode, verdict) -> None:
+        def on_episode(episode: EpisodeBrief, verdict: VerdictBrief | None) -> None:
+            """A recorded episode's brief and its verdict's (`arena.runs.briefs`), as the runner reports them."""
             state["correct"] += int(bool(verdict and verdict.correct))
             if episode.finish_reason in ERRORED:
                 state["tally"].add(episode.error)

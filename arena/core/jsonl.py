@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Callable
 
 
 def _cut_torn_tail(fh: BinaryIO, size: int) -> int:
@@ -38,6 +38,60 @@ def repair_torn_tail(path: Path) -> int:
         return 0
     with path.open("rb+") as fh:
         return _cut_torn_tail(fh, os.fstat(fh.fileno()).st_size)
+
+
+def append_lines(path: Path, lines: list[bytes], *, fsync: bool = False) -> int:
+    """Append several whole lines at once (one open, one torn-tail check, one write); returns the first's offset."""
+    if not all(line.endswith(b"\n") for line in lines):
+        raise ValueError("a JSON line must end with a newline")
+    with path.open("ab+") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        offset = size - _cut_torn_tail(fh, size)
+        fh.write(b"".join(lines))
+        fh.flush()
+        if fsync:
+            os.fsync(fh.fileno())
+        return offset
+
+
+class Appender:
+    """Append-only files held open between appends by the one thread that appends to them (a run's writer, which
+    holds the run's lock): the first append to a path opens it and cuts a torn tail, later ones write at the end
+    they know. A failed write closes the file and forgets it, so the next append opens it again and cuts whatever
+    the failure left. Fsync is the caller's (any descriptor of the file will do). `close` closes every file."""
+
+    def __init__(self) -> None:
+        self._open: dict[Path, BinaryIO] = {}
+
+    def append(self, path: Path, data: bytes, fsync: bool = False) -> int:
+        """Append whole lines (`data` ends with a newline); returns their offset (the file's size before them)."""
+        if not data.endswith(b"\n"):
+            raise ValueError("a JSON line must end with a newline")
+        fh = self._open.get(path)
+        if fh is None:
+            fh = path.open("ab+")
+            _cut_torn_tail(fh, os.fstat(fh.fileno()).st_size)
+            self._open[path] = fh
+        try:
+            offset = os.fstat(fh.fileno()).st_size
+            fh.write(data)
+            fh.flush()
+            if fsync:
+                os.fsync(fh.fileno())
+        except BaseException:
+            self._open.pop(path, None)
+            fh.close()
+            raise
+        return offset
+
+    def line_writer(self) -> Callable[..., int]:
+        """`append_line`'s signature over this appender (`fsync` keyword as there)."""
+        return lambda path, line, *, fsync=True: self.append(path, line, fsync)
+
+    def close(self) -> None:
+        for fh in self._open.values():
+            fh.close()
+        self._open.clear()
 
 
 def append_line(path: Path, line: bytes, *, fsync: bool = True) -> int:

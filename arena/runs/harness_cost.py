@@ -1,6 +1,7 @@
 """What the arena itself costs while a run plays: driver and worker CPU, and the harness's share of episode time.
 
-A `HarnessMeter` is started when the playing phase starts and told of every episode the session plays; `figures`
+A `HarnessMeter` is started when the playing phase starts and told of every episode the session plays (its
+`arena.runs.briefs.EpisodeBrief`, made where the episode was played); `figures`
 turns what it saw into summary.json's `harness` group (`arena.store.records.HarnessCost`, whose docstring defines
 each figure). Episode-side figures are sums over the played episodes' own steps (those whose model calls the
 episode made itself: a prefix-shared or forked episode reuses its prefix's), so `episode_figures` recomputes them
@@ -13,17 +14,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from arena.core.trajectory import Episode, Step
+from arena.core.trajectory import Episode
+
+from .briefs import EpisodeBrief
 
 DRIVER_SATURATED = 0.8
 """Driver CPU over wall time from which the driver counts as the bottleneck (a core is nearly saturated)."""
-
-
-def own_steps(steps: list[Step], model_calls: Any) -> list[Step]:
-    """The steps whose model calls an episode made itself (`meta.model_calls` counts only those)."""
-    if not isinstance(model_calls, int) or isinstance(model_calls, bool):
-        return steps
-    return steps[len(steps) - model_calls:] if model_calls else []
 
 
 @dataclass
@@ -36,20 +32,20 @@ class EpisodeTimes:
     model_seconds: float = 0.0
     tool_seconds: float = 0.0
 
-    def add(self, episode: Episode) -> None:
-        steps = own_steps(episode.steps, episode.meta.get("model_calls"))
+    def add(self, brief: EpisodeBrief) -> None:
+        """Count one played episode, from its brief (`arena.runs.briefs`: own rounds and their times)."""
         self.episodes += 1
-        self.rounds += len(steps)
-        self.seconds += episode.totals.seconds
-        self.model_seconds += sum(s.model_seconds for s in steps)
-        self.tool_seconds += sum(s.tool_seconds for s in steps)
+        self.rounds += brief.rounds
+        self.seconds += brief.seconds
+        self.model_seconds += brief.model_seconds
+        self.tool_seconds += brief.tool_seconds
 
 
 def episode_figures(episodes: Iterable[Episode]) -> EpisodeTimes:
     """The episode-side sums of a set of played episodes (what the meter adds up as they finish)."""
     times = EpisodeTimes()
     for episode in episodes:
-        times.add(episode)
+        times.add(EpisodeBrief.of(episode))
     return times
 
 
@@ -71,8 +67,9 @@ class HarnessMeter:
     def stop(self) -> None:
         self.ended_wall, self.ended_cpu = time.perf_counter(), time.process_time()
 
-    def observe(self, episode: Episode) -> None:
-        self.times.add(episode)
+    def observe(self, brief: EpisodeBrief) -> None:
+        """A played episode, by its brief."""
+        self.times.add(brief)
 
     def figures(self, worker_cpu: float | None) -> dict[str, Any]:
         """summary.json's `harness` group (`HarnessCost`), `worker_cpu`: the workers' CPU seconds (None: none)."""

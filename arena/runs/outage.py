@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from arena.core.trajectory import Episode
-from arena.core.verdict import Verdict
 from arena.endpoints.client import unreachable_reason
 from arena.endpoints.redact import redact_text
+
+from .briefs import EpisodeBrief, VerdictBrief
 
 _KIND = 80
 
@@ -59,11 +59,11 @@ def unreachable_stop(error: str | None, what: str) -> str | None:
             f"`arena resume RUN_DIR` plays what is left")
 
 
-def outage_of_episode(episode: Episode) -> str | None:
+def outage_of_episode(episode: EpisodeBrief) -> str | None:
     """`unreachable_stop` of an errored episode."""
     return unreachable_stop(episode.error, "the agent's") if episode.finish_reason == "error" else None
 
 
-def outage_of_verdict(verdict: Verdict | None) -> str | None:
+def outage_of_verdict(verdict: VerdictBrief | None) -> str | None:
     """`unreachable_stop` of a verdict whose judge failed."""
     return unreachable_stop(verdict.error, "the judge's") if verdict is not None else None

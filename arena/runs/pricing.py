@@ -11,6 +11,8 @@ model has no price or the server reported no token counts.
 
 from __future__ import annotations
 
+from typing import Any
+
 from arena.core.trajectory import Usage
 
 KNOWN: dict[str, tuple[float, float]] = {
@@ -65,3 +67,9 @@ def cost(prompt_tokens: int | None, completion_tokens: int | None,
 
 def usage_cost(usage: Usage, price: tuple[float, float] | None) -> float | None:
     return cost(usage.prompt_tokens, usage.completion_tokens, price)
+
+
+def agent_prices(agents: list[Any], given: tuple[float, float] | list[float] | None = None
+                 ) -> dict[str, tuple[float, float] | None]:
+    """The price of each agent's model by agent id (`--price` when given, else `price_of` its endpoint's model)."""
+    return {a.id: price_of((a.describe().get("endpoint") or {}).get("model"), given) for a in agents}

@@ -6,7 +6,9 @@ played by a backend: this process's event loop (asyncio), local worker processes
 (`--workers`, `arena.runs.backends.worker_backend`) or Ray workers (`arena.runs.backends.ray_backend`); either way only this
 process writes the run's records (workers write the blobs they make into its content-addressed blob store), and all
 its writes go through one writer thread (`arena.store.writer`, group commit): an episode is fsynced, with its model
-calls, before it is counted. The playing phase is measured (`arena.runs.harness_cost`: summary.json `harness`).
+calls, before it is counted. An episode is finished where it was played (`arena.runs.finishing`: cost, record bytes,
+judging, verdict bytes): the driver appends the bytes it is sent and reads only the episode's brief
+(`arena.runs.briefs`) for its stops, the harness meter and the progress. The playing phase is measured (`arena.runs.harness_cost`: summary.json `harness`).
 Budget sweeps may share trajectory prefixes (`arena.runs.prefix`).
 """
 
@@ -30,9 +32,8 @@ from arena.agents.truncation import MARGIN, CeilingWatch
 from arena.core.dataset import Dataset
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
-from arena.endpoints import transcript
 from arena.endpoints.client import LEARNED_PARAMS, learned_params, param_lines, restore_params
-from arena.judges.metrics import AUTO, ERRORED, judge_for, judge_for_task
+from arena.judges.metrics import AUTO, ERRORED, judge_for_task
 from arena.core.prompt_book import PromptBook, prompts_note
 from arena.judges.protocols import published_request, sampling_differences
 from arena.judges.run_summary import summarize_scan
@@ -44,17 +45,19 @@ from arena.store.writer import RunWriter, settled
 
 from .allocator import keep_freed_memory, startup_frozen
 from .backends import Backend, make_backend, prepare_workers
+from .briefs import EpisodeBrief, VerdictBrief, own_steps
 from .config import RunConfig, slug
+from .finishing import Finished, Finisher, also_judges, run_judges
 from .fork import fork_prefix
 from .harness_cost import HarnessMeter
 from .judging import Judges
-from .limits import RunSlots, endpoint_of
+from .limits import RunSlots
 from .plugins import load_plugins
 from .outage import outage_of_episode, outage_of_verdict
 from .prefix import copied_episode, derive, failed_episode
 from .prefix import link as prefix_link
+from .pricing import agent_prices, price_of, usage_cost
 from .pricing import cost as token_cost
-from .pricing import price_of, usage_cost
 from .stops import FAILED, RunStops, endpoint_label
 from .sweep import Cell, Family, grid_size
 from .sweep import plan as plan_families
@@ -178,7 +181,7 @@ def default_run_id(bench: Workbench, config: RunConfig) -> str:
     return f"{slug(bench.datasets[0].name)}-{slug(who)}-{config.grid_fingerprint()[:8]}"
 
 
-async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | None], None] | None = None,
+async def execute(config: RunConfig, *, progress: Callable[[EpisodeBrief, VerdictBrief | None], None] | None = None,
                   force: bool = False, on_start: Callable[[int, int], None] | None = None,
                   run_dir: str | Path | None = None) -> RunResult:
     """Play every missing episode of the grid, judge what lacks a verdict, write the summary.
@@ -186,7 +189,8 @@ async def execute(config: RunConfig, *, progress: Callable[[Episode, Verdict | N
     The run directory is `run_dir` when given (resume in place: a moved or renamed
     run continues where it lies), else `<out>/<run id>`. It is locked for the whole
     run (`arena.store.lock`): a second writer stops at once. With a live-web mode and no
-    `tool_options.cassette`, the cassette is `<run dir>/cassettes.sqlite`."""
+    `tool_options.cassette`, the cassette is `<run dir>/cassettes.sqlite`. `progress` is called once per episode
+    recorded or judged, with its brief and its verdict's (`arena.runs.briefs`; None: not judged)."""
     keep_freed_memory()
     config = config.model_copy(deep=True)
     if config.prompts:
@@ -207,12 +211,8 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
                    run_dir: str | Path | None) -> RunResult:
     run_id = config.run_id or default_run_id(bench, config)
     store = RunStore(Path(run_dir) if run_dir is not None else Path(config.out) / run_id)
-    judges = Judges(config.judge or AUTO, config.judge_options, store.dir / "judge_cache.jsonl", config.protocol,
-                    prompts=bench.prompts)
-    # Every scoring method a task names (VistaHop's reward_fn + unused_reward_fn under --protocol original) is
-    # computed; the task's own judge is the one that counts.
-    also = {t.id: [j for j in t.metadata.get("judges", []) if j != judge_for_task(t, AUTO)]
-            for _, t in bench.pairs} if (config.judge or AUTO) == AUTO else {}
+    judges = run_judges(config, store.dir, bench.prompts)
+    also = also_judges((t for _, t in bench.pairs), judges.name)
     for judge_id in sorted({judge_for_task(task, config.judge or AUTO) for _, task in bench.pairs}
                            | {j for ids in also.values() for j in ids}):
         judges.get(judge_id)
@@ -255,17 +255,18 @@ class Work:
 
 
 class RunSession:
-    """One run in its phases (see `_execute_locked`); every episode is recorded by `record` and judged by
-    `judge_and_store`, whichever way it came (played, derived from a shared prefix, or only judged)."""
+    """One run in its phases (see `_execute_locked`); every episode is finished where it was played (a
+    `Finisher`: in a worker, or here) and recorded by `record`, whichever way it came (played, derived from a shared
+    prefix, or only judged)."""
 
     def __init__(self, config: RunConfig, bench: Workbench, store: RunStore, judges: Judges,
-                 also: dict[str, list[str]], run_id: str, progress: Callable[[Episode, Verdict | None], None] | None):
+                 also: dict[str, list[str]], run_id: str,
+                 progress: Callable[[EpisodeBrief, VerdictBrief | None], None] | None):
         self.config, self.bench, self.store, self.judges, self.also = config, bench, store, judges, also
         self.run_id, self.progress = run_id, progress
         self.writer = RunWriter()
         self.backend: Backend | None = None
         self.judge_name = config.judge or AUTO
-        self.judge_endpoint = endpoint_of(config.judge_options)
         self.judge_label = endpoint_label(config.judge_options)
         self.tasks: list[asyncio.Future] = []
         self.unwritten: list[str] = []
@@ -304,6 +305,7 @@ class RunSession:
         if self.requests:
             self.info["published_requests"] = self.requests
         store.open(self.info, force=force)
+        store.use_appender(self.writer.files)  # every record of the run is appended by the writer's thread
         if config.fork is not None:
             self.prefix, self.link, self.resend = fork_prefix(config.fork, store)
             store.update_info({"forked_from": self.link})
@@ -314,15 +316,16 @@ class RunSession:
         self.params = learned_params()
         for agent in bench.agents:
             agent.apply_limits(self.learned.get(agent.id) or {})
-        self.backend = make_backend(config, bench, self.run_id, store, self.writer)
+        self.judges.write_through(self.writer.append_durable)
+        self.prices = agent_prices(bench.agents, config.price)
+        self.calls = self.writer.recorder(store.dir, store.blobs.root) if config.transcript else None
+        self.finisher = Finisher(self.judges, self.also, self.prices, bench.agents, bench.gate)
+        self.backend = make_backend(config, bench, self.run_id, store, self.writer, self.finisher, self.calls)
+        self.finisher.gate = self.backend.gate  # judge calls made here share the agents' limits
         kind = "ray" if config.backend == "ray" else "workers" if config.workers else "asyncio"
         self.meter = HarnessMeter(kind, (config.ray_workers if kind == "ray" else config.workers) or 0)
-        self.judges.write_through(self.writer.append_durable)
-        self.prices = {a.id: price_of((a.describe().get("endpoint") or {}).get("model"), config.price)
-                       for a in bench.agents}
         self.stops = RunStops(threshold=config.fail_fast or 10**9, max_cost=config.max_cost,
                               endpoints={a.id: endpoint_label(a.describe()) for a in bench.agents})
-        self.calls = self.writer.recorder(store.dir, store.blobs.root) if config.transcript else None
         self.slots = RunSlots(config.concurrency)
 
     # -- phase 2: plan ---------------------------------------------------------------------------------------
@@ -381,60 +384,53 @@ class RunSession:
             self.params.update(learned_params())
             self.store.update_info({"learned_params": dict(self.params)})
 
-    async def judge_and_store(self, episode: Episode) -> Verdict | None:
-        backend, store, writer = self.backend, self.store, self.writer
-        assert backend is not None
-        async with backend.gate.slot(self.judge_endpoint):
-            with transcript.scope(self.calls, episode.key, "judge"):
-                verdict = await self.judges.get(judge_for(episode, self.judge_name)).score(episode, store.blobs)
+    async def record(self, finished: Finished) -> None:
+        """Commit a finished episode's line and its verdict lines (one group commit, the episode first; a
+        judged-only episode: its verdict lines), decide the stops it brings, take what it taught into run.json and
+        report it. Nothing of it is parsed: the brief says what the bookkeeping needs."""
+        brief, store = finished.brief, self.store
+        if finished.line is not None:
+            paths = (store.episodes_path, store.verdicts_path) if finished.verdicts else store.episodes_path
+            written = self.writer.commit(paths, store.append_finished, finished.line, finished.entry,
+                                         finished.verdicts)
+            # a stop is decided at once, so that no other request leaves while the line is being fsynced
+            self.stop_if(self.stops.observe(brief), outage_of_episode(brief))
+        else:
+            written = self.writer.commit(store.verdicts_path, store.append_verdict_lines, finished.verdicts)
         try:
-            await settled(writer.commit(store.verdicts_path, store.append_verdict, verdict))
-        except (OSError, ValueError) as exc:
-            self.unwritten.append(f"verdict of episode {episode.key}: {type(exc).__name__}: {exc}")
-            return None
-        for judge_id in self.also.get(episode.task.id, []):
-            if (episode.id, judge_id) not in self.verdicts_done:
-                async with backend.gate.slot(self.judge_endpoint):
-                    other = await self.judges.get(judge_id).score(episode, store.blobs)
-                await settled(writer.commit(store.verdicts_path, store.append_verdict, other))
-        return verdict
-
-    async def record(self, episode: Episode) -> Episode:
-        cost = usage_cost(_usage_of(episode), self.prices.get(episode.agent))
-        if cost is not None:
-            episode.meta["cost"] = round(cost, 8)
-        written = self.writer.commit(self.store.episodes_path, self.store.append_episode, episode)
-        # a stop is decided at once, so that no other request leaves while the line is being fsynced
-        self.stop_if(self.stops.observe(episode, usage_cost(_spent_usage(episode), self.prices.get(episode.agent))),
-                     outage_of_episode(episode))
-        try:
-            await settled(written)
+            problem = await settled(written)
         except (OSError, ValueError) as exc:  # the other episodes go on; the exit status says so
-            self.unwritten.append(f"episode {episode.key}: {type(exc).__name__}: {exc}")
-            return episode
-        self.save_learned()
-        verdict = None
-        if episode.finish_reason not in ERRORED:  # an episode not played to the end is not judged
-            async with self.slots.slot(judging=True):
-                verdict = await self.judge_and_store(episode)
+            if finished.line is not None:
+                self.unwritten.append(f"episode {brief.key}: {type(exc).__name__}: {exc}")
+                return
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem:
+            self.unwritten.append(f"verdict of episode {brief.key}: {problem}")
+            brief.verdict = None
+        if finished.learned is not None:
             self.save_learned()
-        self.judged(episode, verdict)
-        return episode
+        self.judged(brief)
 
-    async def play(self, job: EpisodeJob, again: dict[str, Any] | None = None) -> Episode:
+    async def play(self, job: EpisodeJob, again: dict[str, Any] | None = None) -> Finished:
         assert self.backend is not None
         async with self.slots.slot():
-            with transcript.scope(self.calls, job.key, "agent", again):
-                episode = await self.backend.play(job)
-        self.meter.observe(episode)
-        return await self.record(episode)
+            finished = await self.backend.play(job, again)
+        self.meter.observe(finished.brief)
+        await self.record(finished)
+        return finished
+
+    async def finish_here(self, episode: Episode) -> None:
+        """Finish and record an episode made in this process (copied or failed from a shared prefix)."""
+        async with self.slots.slot(judging=True):
+            finished = await self.finisher.finish(episode, self.store.blobs, self.calls)
+        await self.record(finished)
 
     async def derive_cell(self, source: Episode, cell: Cell) -> None:
         derivation = derive(source, cell.max_rounds)
         if derivation.kind == "copy":
-            await self.record(copied_episode(source, key=cell.key, max_rounds=cell.max_rounds, seed=cell.seed))
+            await self.finish_here(copied_episode(source, key=cell.key, max_rounds=cell.max_rounds, seed=cell.seed))
         elif derivation.kind == "error":
-            await self.record(failed_episode(source, key=cell.key, max_rounds=cell.max_rounds, seed=cell.seed))
+            await self.finish_here(failed_episode(source, key=cell.key, max_rounds=cell.max_rounds, seed=cell.seed))
         else:
             await self.play(cell.job(prefix=derivation.prefix, meta=prefix_link(source, cell.max_rounds)))
 
@@ -451,21 +447,25 @@ class RunSession:
         todo = [c for c in rest if c.key not in done]
         if head.key in done and not todo:
             return
-        source = self.store.read_episode(done[head.key]) if head.key in done else await self.play(head.job())
+        if head.key in done:
+            source = self.store.read_episode(done[head.key])
+        else:  # the prefix its budgets share, read from its line (the one place the driver parses an episode)
+            source = Episode.model_validate_json((await self.play(head.job())).line or b"")
         await asyncio.gather(*(self.derive_cell(source, cell) for cell in todo))
 
     async def rejudge(self, episode: Episode) -> None:
         async with self.slots.slot(judging=True):
-            verdict = await self.judge_and_store(episode)
-        self.save_learned()
-        self.judged(episode, verdict)
+            verdict, lines = await self.finisher.judge(episode, self.store.blobs, self.calls, self.verdicts_done)
+        brief = EpisodeBrief.of(episode)
+        brief.verdict = verdict
+        await self.record(Finished(brief, None, None, lines, self.finisher.learned()))
 
-    def judged(self, episode: Episode, verdict: Verdict | None) -> None:
+    def judged(self, brief: EpisodeBrief) -> None:
         """An episode is through (its verdict, or None when it was not judged): stop the run if that decides a stop
         (--fail-fast on judge errors, a judge endpoint's outage), and report progress."""
-        self.stop_if(self.stops.observe_verdict(verdict, self.judge_label), outage_of_verdict(verdict))
+        self.stop_if(self.stops.observe_verdict(brief.verdict, self.judge_label), outage_of_verdict(brief.verdict))
         if self.progress:
-            self.progress(episode, verdict)
+            self.progress(brief, brief.verdict)
 
     # -- phase 4: summarise ----------------------------------------------------------------------------------
 
@@ -530,27 +530,9 @@ class RunSession:
         await asyncio.to_thread(self.writer.close)
 
 
-def _usage_of(episode: Episode) -> Usage:
-    t = episode.totals
-    return Usage(prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens)
-
-
-def _own_steps(steps: list, model_calls: Any) -> list:
-    """The steps whose model calls an episode made itself (a prefix-shared or forked episode reuses the calls
-    of its prefix: `meta.model_calls` counts only its own)."""
-    if not isinstance(model_calls, int):
-        return steps
-    return steps[len(steps) - model_calls:] if model_calls else []
-
-
-def _spent_usage(episode: Episode) -> Usage:
-    """Tokens of the model calls this episode made itself."""
-    return sum((s.usage for s in _own_steps(episode.steps, episode.meta.get("model_calls"))), Usage())
-
-
 def _spent_usage_of_record(record: dict[str, Any]) -> Usage:
     """`_spent_usage` of an episode record (parsed JSON), without building the Episode."""
-    steps = _own_steps(record.get("steps") or [], (record.get("meta") or {}).get("model_calls"))
+    steps = own_steps(record.get("steps") or [], (record.get("meta") or {}).get("model_calls"))
     return sum((Usage.model_validate(s.get("usage") or {}) for s in steps), Usage())
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from arena.core.trajectory import Episode
-from arena.core.verdict import Verdict
 from arena.endpoints.client import refused_by_server
 from arena.endpoints.redact import redact_url
+
+from .briefs import EpisodeBrief, VerdictBrief
 
 FAILED = ("error", "rejected", "context_overflow")
 
@@ -43,27 +43,28 @@ class RunStops:
     refused: dict[str, int] = field(default_factory=dict)
     message: str | None = None
 
-    def observe(self, episode: Episode, cost: float | None = None) -> str | None:
-        """Account one recorded episode; the reason to stop the run now, if any."""
+    def observe(self, episode: EpisodeBrief) -> str | None:
+        """Account one recorded episode (by its brief: the cost counted is that of its own model calls, `spent`);
+        the reason to stop the run now, if any."""
         where = self.endpoints.get(episode.agent) or f"agent {episode.agent}"
-        if episode.steps:
+        if episode.has_steps:
             self.replied.add(where)
         elif episode.finish_reason == "rejected":
             self._refused(where, episode.error or "", "requests")
-        if cost is not None and self.max_cost is not None:
-            self.spent += cost
+        if episode.spent is not None and self.max_cost is not None:
+            self.spent += episode.spent
             if self.spent >= self.max_cost and self.message is None:
                 self.message = (f"stopped the run: cost reached ${self.spent:.4f}, the --max-cost of "
                                 f"${self.max_cost:g}; resume it with a higher --max-cost")
         return self.message
 
-    def observe_verdict(self, verdict: Verdict | None, judge: str | None) -> str | None:
+    def observe_verdict(self, verdict: VerdictBrief | None, judge: str | None) -> str | None:
         """Account one verdict of a model judge at endpoint `judge`; the reason to stop the run now, if any."""
         if verdict is None or judge is None:
             return self.message
         if verdict.error and refused_by_server(verdict.error):
             self._refused(f"judge {judge}", verdict.error, "judge requests")
-        elif verdict.raw:  # the judge's server answered
+        elif verdict.answered:  # the judge's server answered
             self.replied.add(f"judge {judge}")
         return self.message
 

@@ -125,6 +125,8 @@ class EpisodeIndex:
         self.path = episodes_path.with_name(INDEX_NAME)
         self.entries = entries
         self.persist = persist
+        self.append_line = append_line
+        """How entries are appended (`arena.core.jsonl.append_line`, or a run writer's held-open files)."""
 
     @property
     def covered(self) -> int:
@@ -140,7 +142,7 @@ class EpisodeIndex:
     def add(self, entry: Entry) -> None:
         self.entries.append(entry)
         if self.persist:
-            append_line(self.path, entry.row(), fsync=False)
+            self.append_line(self.path, entry.row(), fsync=False)
 
     def read(self, entry: Entry) -> bytes:
         with self.episodes_path.open("rb") as fh:

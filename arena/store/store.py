@@ -26,7 +26,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from arena.core.blobs import BlobStore
-from arena.core.jsonl import append_line, repair_torn_tail
+from arena.core.jsonl import Appender, append_line, repair_torn_tail
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 
@@ -63,6 +63,18 @@ def read_records(path: Path, model: type[M], upto: int | None = None) -> Iterato
                                     f"{err['msg']}") from None
 
 
+def episode_line(episode: Episode) -> bytes:
+    """The episodes.jsonl line of an episode, exactly as the store appends it (the record's `format` set to the
+    version it is written in): made where the episode was played, appended by `RunStore.append_episode_line`."""
+    episode.format = FORMAT_VERSION
+    return record_line(episode).encode()
+
+
+def verdict_line(verdict: Verdict) -> bytes:
+    """The verdicts.jsonl line of a verdict, exactly as the store appends it."""
+    return record_line(verdict).encode()
+
+
 class RunStore:
     def __init__(self, run_dir: str | Path):
         self.dir = Path(run_dir)
@@ -72,6 +84,16 @@ class RunStore:
         self.summary_path = self.dir / "summary.json"
         self.blobs = BlobStore(self.dir / "blobs")
         self._index: EpisodeIndex | None = None
+        self.append_line = append_line
+        """How record lines (and index entries) are appended: `arena.core.jsonl.append_line`, or through the run
+        writer's held-open files (`use_appender`)."""
+
+    def use_appender(self, appender: Appender) -> None:
+        """Append records and index entries through `appender` (a run writer's `files`, used only on its thread:
+        every append of this store must then be made there)."""
+        self.append_line = appender.line_writer()
+        if self._index is not None:
+            self._index.append_line = self.append_line
 
     def exists(self) -> bool:
         return self.run_json.is_file()
@@ -107,25 +129,39 @@ class RunStore:
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
         os.replace(tmp, path)
 
-    def _append(self, path: Path, record: BaseModel, fsync: bool = True) -> int:
-        return append_line(path, record_line(record).encode(), fsync=fsync)
-
     def index(self, persist: bool = True) -> EpisodeIndex:
         """The episode index, checked against episodes.jsonl when first asked for (see `arena.store.run_index`).
 
         Writers (holding the run's lock) persist its repairs; readers pass `persist=False`."""
         if self._index is None or (persist and not self._index.persist):
             self._index = EpisodeIndex.load(self.episodes_path, persist)
+            self._index.append_line = self.append_line
         return self._index
 
     def append_episode(self, episode: Episode, fsync: bool = True) -> None:
         """Append the episode's line (fsynced unless `fsync` is off: the run writer's group commit fsyncs it) and
         its index entry."""
+        line = episode_line(episode)
+        self.append_episode_line(line, entry_of(line, 0), fsync)
+
+    def append_episode_line(self, line: bytes, entry: Entry, fsync: bool = True) -> None:
+        """Append an episode line made by `episode_line` (here or in a worker process), with its index entry as
+        `entry_of(line, offset)` gives it for any offset: the line is not parsed again, only the entry's offset set."""
         index = self.index()
-        episode.format = FORMAT_VERSION  # the record now says the format it is written in
-        line = record_line(episode).encode()
-        offset = append_line(self.episodes_path, line, fsync=fsync)
-        index.add(entry_of(line, offset))
+        offset = self.append_line(self.episodes_path, line, fsync=fsync)
+        index.add(entry._replace(offset=offset))
+
+    def append_finished(self, line: bytes, entry: Entry, verdicts: list[bytes], fsync: bool = True) -> str | None:
+        """An episode line (`append_episode_line`), then its verdict lines (`verdict_line`), in that order; returns
+        why the verdict lines could not be written (None: they were), the episode being written by then. Raises
+        when the episode's own line could not be written (nothing else is)."""
+        self.append_episode_line(line, entry, fsync)
+        try:
+            for verdict in verdicts:
+                self.append_line(self.verdicts_path, verdict, fsync=fsync)
+        except (OSError, ValueError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
 
     def read_episode(self, entry: Entry) -> Episode:
         """The episode record an index entry points at."""
@@ -139,7 +175,12 @@ class RunStore:
                                 f"{exc.errors()[0]['msg']}") from None
 
     def append_verdict(self, verdict: Verdict, fsync: bool = True) -> None:
-        self._append(self.verdicts_path, verdict, fsync)
+        self.append_line(self.verdicts_path, verdict_line(verdict), fsync=fsync)
+
+    def append_verdict_lines(self, lines: list[bytes], fsync: bool = True) -> None:
+        """Verdict lines made by `verdict_line` (here or in a worker process), in order."""
+        for line in lines:
+            self.append_line(self.verdicts_path, line, fsync=fsync)
 
     def all_episodes(self) -> list[Episode]:
         return list(read_records(self.episodes_path, Episode))

@@ -13,7 +13,9 @@ Contract:
   same guarantee as `durable` (a record counts once it is on disk with everything submitted before it). Any
   other write in the batch (`submit`, `durable`, a flush) is a barrier: the commits before it are completed first,
   so first in first out holds for everything but a commit overtaken by independent appends and blob writes.
-- Torn tails stay safe: appends go through `arena.core.jsonl.append_line`, which cuts a torn tail first.
+- Torn tails stay safe: appends go through `arena.core.jsonl.Appender` (files held open by the writer thread; the
+  run store's appends too, `RunStore.use_appender`), which cuts a torn tail when it opens a file and after a
+  failed write.
 - `settled` awaits a write to its end even if the awaiting task is cancelled meanwhile (a run stopped by
   --fail-fast or --max-cost cancels episodes; a finished one must still reach the disk), then re-raises the cancel.
 - A fire-and-forget write (`append`, `WriterBlobStore.put`) that fails is kept in `problems` (one message each),
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from arena.core.blobs import BlobStore, content_id
-from arena.core.jsonl import append_line
+from arena.core.jsonl import Appender
 
 from .calls import TranscriptWriter
 from .file_digests import put_task_file, remembered
@@ -47,9 +49,12 @@ class RunWriter:
     """A thread with a queue doing the run's file writes (see the module docstring)."""
 
     def __init__(self, name: str = "arena-run-writer"):
-        self._queue: queue.SimpleQueue[tuple[Future, Callable[..., Any], tuple, str, Path | None] | None] = \
+        self._queue: queue.SimpleQueue[tuple[Future, Callable[..., Any], tuple, str, Any] | None] = \
             queue.SimpleQueue()
         self._unsynced: set[Path] = set()
+        self.files = Appender()
+        """The files this thread appends to, held open (`arena.core.jsonl.Appender`): used by the writer's own
+        appends and by the run store's (`RunStore.use_appender`); only ever touched on the writer's thread."""
         self.problems: list[str] = []
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
@@ -62,10 +67,11 @@ class RunWriter:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            commits: list[tuple[Future, Callable[..., Any], tuple, Path]] = []
+            commits: list[tuple[Future, Callable[..., Any], tuple, tuple[Path, ...]]] = []
             for item in batch:
                 if item is None:
                     self._commit(commits)
+                    self.files.close()
                     return
                 future, fn, args, kind, path = item
                 if kind == COMMIT:
@@ -86,7 +92,7 @@ class RunWriter:
         except BaseException as exc:  # handed to whoever waits on the future
             future.set_exception(exc)
 
-    def _commit(self, commits: list[tuple[Future, Callable[..., Any], tuple, Path]]) -> None:
+    def _commit(self, commits: list[tuple[Future, Callable[..., Any], tuple, tuple[Path, ...]]]) -> None:
         """Apply a batch's commits between two fsync rounds; complete their futures after the second."""
         if not commits:
             return
@@ -98,12 +104,12 @@ class RunWriter:
                     future.set_exception(exc)
             return
         done: list[tuple[Future, Any]] = []
-        for future, fn, args, path in commits:
+        for future, fn, args, paths in commits:
             if not future.set_running_or_notify_cancel():
                 continue
             try:
                 done.append((future, fn(*args, fsync=False)))
-                self._unsynced.add(path)
+                self._unsynced.update(paths)
             except BaseException as exc:
                 future.set_exception(exc)
         try:
@@ -119,17 +125,19 @@ class RunWriter:
         """Run `fn(*args)` on the writer thread after everything submitted before."""
         return self._put(WRITE, None, fn, args)
 
-    def _put(self, kind: str, path: Path | None, fn: Callable[..., Any], args: tuple) -> Future:
+    def _put(self, kind: str, path: Any, fn: Callable[..., Any], args: tuple) -> Future:
         if not self._thread.is_alive():
             raise RuntimeError("the run writer is closed")
         future: Future = Future()
         self._queue.put((future, fn, args, kind, path))
         return future
 
-    def commit(self, path: Path, fn: Callable[..., T], *args: Any) -> "Future[T]":
-        """A durable write by group commit (see the module docstring): `fn(*args, fsync=False)` appends to `path`;
-        the future completes once that is fsynced, with every line and blob submitted before it."""
-        return self._put(COMMIT, Path(path), fn, args)
+    def commit(self, path: Path | tuple[Path, ...], fn: Callable[..., T], *args: Any) -> "Future[T]":
+        """A durable write by group commit (see the module docstring): `fn(*args, fsync=False)` appends to `path`
+        (or to each of several paths, e.g. an episode and its verdicts); the future completes once that is fsynced,
+        with every line and blob submitted before it."""
+        paths = path if isinstance(path, tuple) else (path,)
+        return self._put(COMMIT, paths, fn, args)
 
     def _noted(self, future: Future, what: str) -> None:
         def note(done: Future) -> None:
@@ -145,8 +153,18 @@ class RunWriter:
         self._noted(future, f"{path.name} line")
         return future
 
+    def append_lines(self, path: Path, lines: list[bytes]) -> "Future[None]":
+        """Append several lines in order without fsync, as one write (an episode's calls.jsonl lines)."""
+        future = self._put(APPEND, None, self._append_lines, (path, lines))
+        self._noted(future, f"{path.name} lines")
+        return future
+
+    def _append_lines(self, path: Path, lines: list[bytes]) -> None:
+        self.files.append(path, b"".join(lines))
+        self._unsynced.add(path)
+
     def _append(self, path: Path, line: bytes) -> int:
-        offset = append_line(path, line, fsync=False)
+        offset = self.files.append(path, line)
         self._unsynced.add(path)
         return offset
 
@@ -173,7 +191,7 @@ class RunWriter:
 
     async def append_durable(self, path: Path, line: bytes) -> None:
         """Append one line and fsync it (a judge-cache line; by group commit), awaited from the event loop."""
-        await settled(self.commit(path, append_line, path, line))
+        await settled(self.commit(path, self.files.line_writer(), path, line))
 
     def blobs(self, blobs_root: Path) -> WriterBlobStore:
         """The blob store episodes played in this process write through (from threads, never the event loop)."""

@@ -4,10 +4,11 @@
 - `worker_backend.WorkerBackend`: local worker processes (`--workers N`);
 - `ray_backend.RayBackend`: Ray workers (`--backend ray`).
 
-Whichever plays, only the driver writes the run's records: a backend returns the finished `Episode` (its
-calls.jsonl lines already handed to the run writer; its blobs written into the run's blob store, by the worker
-itself where it shares the driver's filesystem), and the runner records it. `make_backend` picks one from
-the run's configuration.
+Whichever plays, only the driver writes the run's records: a backend returns the episode finished where it was
+played (`arena.runs.finishing.Finished`: its record and verdicts as bytes, its brief; its calls.jsonl and judge-cache
+lines already handed to the run writer; its blobs written into the run's blob store, by the worker itself where it
+shares the driver's filesystem), and the runner appends the bytes. `make_backend` picks one from the run's
+configuration.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from arena.core.trajectory import Episode
 from arena.runs.config import RunConfig
+from arena.runs.finishing import Finished, Finisher
 from arena.runs.workbench import EpisodeJob, Workbench
 from arena.store.store import RunStore
 from arena.store.writer import RunWriter
@@ -39,8 +40,9 @@ class Backend(Protocol):
     gate: Gate
     """The gate judge calls go through too (one limit per endpoint across agent and judge)."""
 
-    async def play(self, job: EpisodeJob) -> Episode:
-        """The played episode (not yet recorded: the runner appends it to the store)."""
+    async def play(self, job: EpisodeJob, resend: dict[str, Any] | None = None) -> Finished:
+        """The played and finished episode (not yet recorded: the runner appends its bytes to the store); `resend`:
+        a fork's recorded request, sent again (`arena.endpoints.transcript.scope`, opened where the episode plays)."""
         ...
 
     async def aclose(self) -> None:
@@ -53,8 +55,11 @@ class Backend(Protocol):
         ...
 
 
-def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunStore, writer: RunWriter) -> Backend:
-    """The backend the configuration asks for: Ray (`backend: ray`), worker processes (`workers`), else asyncio."""
+def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunStore, writer: RunWriter,
+                 finisher: Finisher, calls: Any = None) -> Backend:
+    """The backend the configuration asks for: Ray (`backend: ray`), worker processes (`workers`, each finishing
+    its episodes with a finisher of its own), else asyncio (episodes finished by the driver's `finisher`, judge calls
+    recorded by `calls`)."""
     if config.backend == "ray":
         if config.workers:
             raise ValueError("--workers runs local worker processes under the asyncio backend; with --backend ray "
@@ -62,7 +67,7 @@ def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunSto
         return RayBackend(config, run_id, store, writer, bench.agents)
     if config.workers:
         return WorkerBackend(config, run_id, store, writer, bench.gate, bench.agents)
-    return LocalBackend(bench, run_id, store, writer)
+    return LocalBackend(bench, run_id, store, writer, finisher, calls)
 
 
 __all__ = ["Backend", "Gate", "LocalBackend", "RayBackend", "WorkerBackend", "make_backend", "prepare_workers"]

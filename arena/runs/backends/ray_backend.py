@@ -3,11 +3,12 @@
 Each worker (`EpisodeWorker`, an async actor playing several episodes at once) builds
 its own `Workbench` from the run's config JSON, so datasets and worlds must be
 readable at the same paths on every node (a local cluster, or a shared filesystem).
-A worker keeps the images an episode produces in memory and returns them with the
-episode, with the episode's model calls as calls.jsonl lines (`play_recorded`); the
-driver writes blobs and lines through the run writer, then appends the episode
-(`receive`). The blobs a prefix reuses travel to the worker with the job, and so does a
-fork's recorded request (`transcript.recorded_request()` of the episode's scope), which
+A worker finishes each episode it plays (`arena.runs.finishing`: cost, record line, judging with the run's
+judges, verdict lines) and returns it as bytes with its brief, its model and judge calls as calls.jsonl lines and
+its judge-cache lines (`play_finished`), keeping the images it produces in memory to return with it; the driver
+writes blobs and lines through the run writer, then appends the episode and verdict lines unparsed (`receive`,
+then the runner). The blobs a prefix reuses travel to the worker with the job, and so does a
+fork's recorded request (the `resend` the runner gives `play`), which
 the worker sends again as the asyncio backend would. The local worker processes of
 `--workers` (`arena.runs.backends.worker_backend`) use the same functions. Per-endpoint limits are enforced
 across all workers by one gate actor. On a local Ray instance (no `ray_address`: the actors run on this machine and
@@ -29,10 +30,10 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from arena.core.blobs import BlobStore, content_id, file_ext
-from arena.core.trajectory import Episode
 from arena.endpoints import transcript
 from arena.runs.allocator import keep_freed_memory
 from arena.runs.config import EndpointLimit, RunConfig
+from arena.runs.finishing import JUDGE_CACHE, Finished, Finisher, take_learned
 from arena.runs.limits import EndpointGate
 from arena.runs.workbench import EpisodeJob, Workbench
 from arena.store.calls import CALLS_FILE, TranscriptWriter
@@ -92,18 +93,18 @@ def apply_learned(agents: list[Any], learned: dict[str, dict[str, Any]]) -> None
             agent.apply_limits(learned[agent.id])
 
 
-async def play_recorded(bench: Workbench, job_json: str, run_id: str, blobs: dict[str, bytes],
+async def play_finished(bench: Workbench, finisher: Finisher, job_json: str, run_id: str, blobs: dict[str, bytes],
                         resend: dict[str, Any] | None = None, stored: set[str] | frozenset[str] = frozenset(),
-                        run_blobs: BlobStore | None = None
-                        ) -> tuple[str, dict[str, bytes], list[bytes], dict[str, dict[str, Any]]]:
-    """Worker side: play a job with its prefix's blobs in memory, recording its model calls; `resend`: the recorded
-    request a fork sends again (`transcript.recorded_request()` of the driver's scope), as the asyncio backend does;
-    `stored`: blob ids the driver confirmed it has (not sent again). With `run_blobs` (the run's own blob store, on
-    a filesystem the worker shares with the driver) the episode reads and writes its blobs there itself (each
-    written atomically under its content hash, before the episode is returned) and none is returned.
+                        run_blobs: BlobStore | None = None) -> tuple[Finished, dict[str, bytes]]:
+    """Worker side: play a job with its prefix's blobs in memory, recording its model calls, and finish it with the
+    worker's `finisher` (judged, its judge calls recorded too); `resend`: the recorded request a fork sends again
+    (what the runner gives the backend's `play`), as the asyncio backend does; `stored`: blob ids the
+    driver confirmed it has (not sent again). With `run_blobs` (the run's own blob store, on a filesystem the worker
+    shares with the driver) the episode reads and writes its blobs there itself (each written atomically under its
+    content hash, before the episode is returned) and none is returned.
 
-    Returns (episode JSON, blobs it made that are not in `stored`, its calls.jsonl lines, the limits its agent has
-    learned so far, by agent id); the lines refer to blobs among those made or stored."""
+    Returns the `Finished` episode (its `calls`: its calls.jsonl lines; `cache`: judge-cache lines) and the blobs
+    it made that are not in `stored`; the lines refer to blobs among those made or stored."""
     store = run_blobs if run_blobs is not None else MemoryBlobStore(blobs, stored)
     job = EpisodeJob.model_validate_json(job_json)
     lines: list[bytes] = []
@@ -111,9 +112,9 @@ async def play_recorded(bench: Workbench, job_json: str, run_id: str, blobs: dic
              if bench.config.transcript else None)
     with transcript.scope(calls, job.key, "agent", resend):
         episode = await bench.play(job, run_id, store)
-    agent = bench.agents[job.agent]
-    new = store.new if isinstance(store, MemoryBlobStore) else {}
-    return episode.model_dump_json(), new, lines, {agent.id: agent.learned_limits()}
+    finished = await finisher.finish(episode, store, calls)
+    finished.calls = lines
+    return finished, store.new if isinstance(store, MemoryBlobStore) else {}
 
 
 async def prefix_blobs(store: RunStore, job: EpisodeJob) -> dict[str, bytes]:
@@ -121,29 +122,31 @@ async def prefix_blobs(store: RunStore, job: EpisodeJob) -> dict[str, bytes]:
     return {b: await asyncio.to_thread(store.blobs.get, b) for b in job.prefix_blobs()}
 
 
-async def receive(store: RunStore, writer: RunWriter, agents: list[Any], episode_json: str, new: dict[str, bytes],
-                  lines: list[bytes], learned: dict[str, dict[str, Any]], source: str) -> Episode:
-    """Driver side: write a worker's blobs and call lines through the run writer (before the episode, which the
-    runner appends after them), take the limits the worker's agent learned into the driver's `agents` (the runner
-    records them in run.json), and return the episode. A blob already in the store is neither hashed nor written
-    again (an earlier episode's task image); the others are stored under the hash of their bytes, checked against
-    the worker's id."""
+async def receive(store: RunStore, writer: RunWriter, agents: list[Any], finished: Finished, new: dict[str, bytes],
+                  source: str) -> Finished:
+    """Driver side: write a worker's blobs, call lines and judge-cache lines through the run writer (before the
+    episode, which the runner appends after them), take what the worker learned into the driver's `agents` and
+    endpoints (the runner records it in run.json), and return the finished episode, nothing of it parsed. A blob
+    already in the store is neither hashed nor written again (an earlier episode's task image); the others are
+    stored under the hash of their bytes, checked against the worker's id."""
     writes = {blob_id: writer.submit(store.blobs.put, data, blob_id.rsplit(".", 1)[-1])
               for blob_id, data in new.items() if not store.blobs.path(blob_id).exists()}
     for blob_id, write in writes.items():
         stored = await settled(write)
         if stored != blob_id:
             raise RuntimeError(f"blob {blob_id} from {source} does not match its content ({stored})")
-    calls = store.dir / CALLS_FILE
-    for line in lines:
-        writer.append(calls, line)
-    apply_learned(agents, learned)
-    return Episode.model_validate_json(episode_json)
+    if finished.calls:
+        writer.append_lines(store.dir / CALLS_FILE, finished.calls)
+    if finished.cache:
+        writer.append_lines(store.dir / JUDGE_CACHE, finished.cache)
+    finished.calls, finished.cache = [], []
+    take_learned(agents, finished.learned)
+    return finished
 
 
 def shipped_config(config: RunConfig) -> str:
     """The run's config as JSON for workers, its data paths made absolute."""
-    paths = {"data": config.data, "root": config.root, "corpus": config.corpus}
+    paths = {"data": config.data, "root": config.root, "corpus": config.corpus, "prompts": config.prompts}
     return config.model_copy(update={k: str(Path(v).resolve()) for k, v in paths.items() if v}).model_dump_json()
 
 
@@ -183,27 +186,31 @@ class EpisodeWorker:
     """A Ray actor that plays jobs of one run."""
 
     def __init__(self, config_json: str, run_id: str, gate: Any | None, learned: dict[str, dict[str, Any]],
-                 blobs_root: str | None = None):
+                 blobs_root: str | None = None, run_dir: str = "."):
         """`blobs_root`: the run's blob store, on a filesystem the actor shares with the driver (else None: blobs
-        travel with jobs and results)."""
+        travel with jobs and results); `run_dir`: the driver's run directory (its judge cache is read where the
+        actor sees it)."""
         keep_freed_memory()
         self.run_blobs = BlobStore(blobs_root) if blobs_root is not None else None
         config = RunConfig.model_validate_json(config_json)
         self.run_id = run_id
         self.bench = Workbench(config, gate=RemoteGate(gate, config.endpoint_limits) if gate is not None else None)
         apply_learned(self.bench.agents, learned)
+        self.finisher = Finisher.for_bench(config, self.bench, self.bench.gate, run_dir)
         self.ready_cpu = time.process_time()
 
     async def ready(self) -> int:
         return os.getpid()
 
     async def play(self, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None = None
-                   ) -> tuple[str, dict[str, bytes], list[bytes], dict[str, dict[str, Any]], float]:
-        """What `play_recorded` returns, and the actor's CPU seconds since it was built."""
-        played = await play_recorded(self.bench, job_json, self.run_id, blobs, resend, run_blobs=self.run_blobs)
+                   ) -> tuple[Finished, dict[str, bytes], float]:
+        """What `play_finished` returns, and the actor's CPU seconds since it was built."""
+        played = await play_finished(self.bench, self.finisher, job_json, self.run_id, blobs, resend,
+                                     run_blobs=self.run_blobs)
         return (*played, time.process_time() - self.ready_cpu)
 
     async def close(self) -> None:
+        await self.finisher.aclose()
         await self.bench.aclose()
 
 
@@ -242,7 +249,7 @@ class RayBackend:
             learned = {a.id: a.learned_limits() for a in agents}
             self.blobs_root = None if config.ray_address else str(store.blobs.root)  # a local instance shares it
             self.workers = [worker_cls.remote(shipped_config(config), run_id, self.gate_actor, learned,
-                                              self.blobs_root) for _ in range(workers)]
+                                              self.blobs_root, str(store.dir)) for _ in range(workers)]
             self.pids = ray.get([w.ready.remote() for w in self.workers])
         except BaseException as exc:
             self._stop()
@@ -255,12 +262,12 @@ class RayBackend:
     def _pick(self) -> int:
         return min(range(len(self.workers)), key=lambda i: (self._load[i], i))
 
-    async def play(self, job: EpisodeJob) -> Episode:
+    async def play(self, job: EpisodeJob, resend: dict[str, Any] | None = None) -> Finished:
         blobs = await prefix_blobs(self.store, job) if self.blobs_root is None else {}
         index = self._pick()
         self._load[index] += 1
         try:
-            played = await self.workers[index].play.remote(job.model_dump_json(), blobs, transcript.recorded_request())
+            played = await self.workers[index].play.remote(job.model_dump_json(), blobs, resend)
         finally:
             self._load[index] -= 1
         self._cpu[index] = max(self._cpu[index], played[-1])

@@ -1,5 +1,5 @@
-"""Worker processes on one machine (`--workers N`): episodes spread over N processes, the run store written by the
-driver alone.
+"""Worker processes on one machine (`--workers N`): episodes played and finished in N processes, the run store
+written by the driver alone, from bytes it does not parse.
 
 Each worker is a process with its own event loop and its own `Workbench`, built from the run's config JSON (as a Ray
 worker is). Workers are forked from a fork server that has imported the arena once (`worker_context`:
@@ -7,21 +7,28 @@ multiprocessing's `forkserver`, preloading `arena.runs.backends.worker_preload`,
 as early as the run starts, `prepare_workers`), so a worker is ready in a fraction of a second instead of importing
 everything in a fresh interpreter; where there is no fork server (Windows), they are spawned. A worker takes the
 driver's environment as it is when the worker starts (`DriverState`), as a spawned one would (multiprocessing itself
-gives it the driver's `sys.path` and working directory). The driver sends it jobs; the worker plays several at once and sends back each episode with
-its calls.jsonl lines (`arena.runs.backends.ray_backend.play_recorded`), which the driver appends through the run writer,
-as bytes, before the runner appends the episode (`arena.runs.backends.ray_backend.receive`). Blobs (task images,
-crops) never travel: a worker reads and writes them in the run's blob store itself (content-addressed, each written
-atomically under the hash of its bytes, so two processes writing one blob is safe), before it reports the episode. Everything else stays in the
-driver: resume, judging, progress, stops. A job whose awaiting task is cancelled (a run stopped by --fail-fast or
---max-cost) is cancelled in its worker. Per-endpoint limits are kept by the driver's gate: a worker asks the driver
-for a slot of a limited endpoint and gives it back after the request.
+gives it the driver's `sys.path` and working directory). The driver sends it jobs; the worker plays several at once
+and finishes each episode itself (`arena.runs.finishing.Finisher`, with judges of its own built from the run's
+config: cost, the episode's line and index entry, judging, the verdict lines; `play_finished` in
+`arena.runs.backends.ray_backend`), then sends back those bytes with the episode's brief, its calls.jsonl lines
+(agent and judge calls) and judge-cache lines. The driver appends the lines through the run writer
+(`arena.runs.backends.ray_backend.receive`), then the runner commits the episode line and its verdict lines as they
+are and reads only the brief (stops, harness meter, progress). Blobs (task images, crops) never travel: a worker
+reads and writes them in the run's blob store itself (content-addressed, each written atomically under the hash of
+its bytes, so two processes writing one blob is safe), before it reports the episode. Resume (re-judging a resumed
+run's unjudged episodes included), progress and stops stay in the driver. A job whose awaiting task is cancelled (a
+run stopped by --fail-fast or --max-cost) is cancelled in its worker. Per-endpoint limits, the judge's endpoint
+included, are kept by the driver's gate: a worker asks the driver for a slot of a limited endpoint and gives it back
+after the request.
 
 Messages, all plain tuples over `multiprocessing` queues (the queues' own threads pickle and unpickle them):
 driver -> worker `("play", id, job_json, blobs, resend)` (resend: a fork's recorded request, or None; blobs: empty
 when the worker writes the run's blob store itself), `("cancel", id)`, `("granted", rid)`, `("stored", blob_ids)`
 (blobs of a finished episode, now in the run's store: the worker does not send them again), `None` (stop);
-worker -> driver `("ready", w, pid)`, `("failed", w, message)`, `("done", id, *what play_recorded returns, cpu)`
-(cpu: the worker's CPU seconds since it was ready),
+worker -> driver `("ready", w, pid)`, `("failed", w, message)`, `("done", id, finished, blobs, cpu)` (what
+`play_finished` returns: the `arena.runs.finishing.Finished` episode, with its brief, its record and verdict lines,
+its call and judge-cache lines and what it learned when that changed, and the blobs it made, empty when it writes
+the run's blob store itself; cpu: the worker's CPU seconds since it was ready),
 `("error", id, message)`, `("acquire", w, rid, endpoint)`, `("release", endpoint)`.
 A worker that dies fails the jobs it held, with its exit code; a worker whose driver died stops by itself.
 """
@@ -46,16 +53,15 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from arena.core.blobs import BlobStore
-from arena.core.trajectory import Episode
-from arena.endpoints import transcript
 from arena.runs.allocator import keep_freed_memory, startup_frozen
 from arena.runs.config import RunConfig
+from arena.runs.finishing import Finished, Finisher
 from arena.runs.limits import EndpointGate
 from arena.runs.workbench import EpisodeJob, Workbench
 from arena.store.store import RunStore
 from arena.store.writer import RunWriter
 
-from .ray_backend import apply_learned, play_recorded, receive, shipped_config
+from .ray_backend import apply_learned, play_finished, receive, shipped_config
 
 START_TIMEOUT = 120.0  # seconds a worker may take to import the arena and build its workbench
 POLL = 0.5  # seconds between checks that the workers are alive
@@ -167,10 +173,11 @@ class DriverGate:
 
 def worker_main(config_json: str, run_id: str, jobs: Any, results: Any, worker: int,
                 learned: dict[str, dict[str, Any]], state: DriverState | None = None,
-                blobs_root: str | None = None) -> None:
+                blobs_root: str | None = None, run_dir: str | None = None) -> None:
     """Entry point of a worker process; `learned`: the limits the run has learned so far, by agent id; `state`: the
     driver's environment, taken first; `blobs_root`: the run's blob store, which the worker then reads and writes
-    itself (else blobs travel with the messages).
+    itself (else blobs travel with the messages); `run_dir`: the run directory (its judge cache is read by the
+    worker's judges; default: the blob store's parent).
 
     The process ends with `os._exit` once its workbench is closed, its messages are flushed to the driver and the
     exit handlers have run (`atexit`: logging's flush, multiprocessing's finalizers, which unlink the semaphores a
@@ -181,7 +188,7 @@ def worker_main(config_json: str, run_id: str, jobs: Any, results: Any, worker: 
     try:
         if state is not None:
             state.apply()
-        asyncio.run(_serve(config_json, run_id, jobs, results, worker, learned, blobs_root, watch))
+        asyncio.run(_serve(config_json, run_id, jobs, results, worker, learned, blobs_root, watch, run_dir))
     except BaseException:
         code = 1
         results.put(("failed", worker, traceback.format_exc(limit=8)))
@@ -206,12 +213,14 @@ def end_process(results: Any, driver_alive: bool, code: int) -> None:
 
 async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker: int,
                  learned: dict[str, dict[str, Any]], blobs_root: str | None = None,
-                 watch: DriverWatch | None = None) -> None:
+                 watch: DriverWatch | None = None, run_dir: str | None = None) -> None:
     loop = asyncio.get_running_loop()
     config = RunConfig.model_validate_json(config_json)
     gate = DriverGate(EndpointGate(config.endpoint_limits), results, worker)
     bench = Workbench(config, gate=gate)
     apply_learned(bench.agents, learned)
+    finisher = Finisher.for_bench(config, bench, gate,
+                                  run_dir or (str(Path(blobs_root).parent) if blobs_root else "."))
     inbox: asyncio.Queue = asyncio.Queue()
 
     driver = watch or DriverWatch(None)
@@ -236,7 +245,7 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
 
     async def play(job_id: int, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None) -> None:
         try:
-            played = await play_recorded(bench, job_json, run_id, blobs, resend, stored, run_blobs)
+            played = await play_finished(bench, finisher, job_json, run_id, blobs, resend, stored, run_blobs)
             results.put(("done", job_id, *played, time.process_time() - ready_cpu))
         except asyncio.CancelledError:
             pass
@@ -260,6 +269,7 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
         for task in running.values():
             task.cancel()
         await asyncio.gather(*running.values(), return_exceptions=True)
+        await finisher.aclose()
         await bench.aclose()
 
 
@@ -277,7 +287,7 @@ class WorkerBackend:
         self.jobs = [context.Queue() for _ in range(config.workers or 1)]
         shipped = shipped_config(config)
         self.procs = [context.Process(target=worker_main, args=(shipped, run_id, jobs, self.results, w, learned, state,
-                                            str(store.blobs.root)),
+                                            str(store.blobs.root), str(store.dir)),
                                       daemon=True, name=f"arena-worker-{w}") for w, jobs in enumerate(self.jobs)]
         self._load = [0] * len(self.procs)
         self._cpu = [0.0] * len(self.procs)  # each worker's CPU since it was ready, as last reported
@@ -384,7 +394,7 @@ class WorkerBackend:
                                                      f"(exit code {code}) while playing an episode"))
                     self._pending.pop(job_id, None)
 
-    async def play(self, job: EpisodeJob) -> Episode:
+    async def play(self, job: EpisodeJob, resend: dict[str, Any] | None = None) -> Finished:
         self._start_reader()
         blobs: dict[str, bytes] = {}  # the worker reads a prefix's blobs from the run's store itself
         worker = min(range(len(self.procs)), key=lambda i: (self._load[i], i))
@@ -397,7 +407,7 @@ class WorkerBackend:
         self._load[worker] += 1
         try:  # the worker counts as loaded until its blobs are confirmed, so a job sent to it comes after the ack
             try:
-                self.jobs[worker].put(("play", job_id, job.model_dump_json(), blobs, transcript.recorded_request()))
+                self.jobs[worker].put(("play", job_id, job.model_dump_json(), blobs, resend))
                 message = await future
             except asyncio.CancelledError:
                 self._pending.pop(job_id, None)
@@ -405,10 +415,10 @@ class WorkerBackend:
                 raise
             if message[0] == "error":
                 raise WorkerError(f"worker process {worker} could not play episode {job.key}: {message[2]}")
-            episode = await receive(self.store, self.writer, self.agents, *message[2:-1], f"worker process {worker}")
+            finished = await receive(self.store, self.writer, self.agents, *message[2:-1], f"worker process {worker}")
             if message[3] and worker not in self._exited:
                 self.jobs[worker].put(("stored", list(message[3])))
-            return episode
+            return finished
         finally:
             self._load[worker] -= 1
 

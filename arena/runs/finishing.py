@@ -1,0 +1,166 @@
+"""Finishing a played episode where it was played: its cost, its record's bytes, its judging and its verdicts' bytes.
+
+Contract: a `Finisher` turns a played `Episode` into a `Finished`, everything the driver needs to record it without
+parsing anything:
+- `line`: the episodes.jsonl line exactly as `RunStore.append_episode` writes it (`arena.store.store.episode_line`,
+  format version set; `meta.cost` set from the agent's price, `arena.runs.pricing`), and `entry`, its index entry
+  (`arena.store.run_index.entry_of`, offset 0: the driver sets the offset where it appends it);
+- `verdicts`: the verdicts.jsonl lines of the run judge's verdict and of the other judges the task names under
+  `--judge auto` (`also_judges`), unless the episode ended in an error (`ERRORED`: not judged). Judge calls go
+  through the gate's slot of the judge endpoint and are recorded as calls.jsonl lines (role `judge`) by the sink
+  given; the other judges' calls are not recorded (as the runner never did);
+- `brief`: the `EpisodeBrief` (with the verdict's `VerdictBrief`) the driver's stops, meter and progress read;
+- `learned`: the limits and refused fields learned in this process, when they changed since the last episode
+  finished here (None: unchanged), which the driver takes into run.json (`take_learned`);
+- `calls`, `cache`: calls.jsonl and judge_cache.jsonl lines made in another process, which the driver appends as
+  they are (empty when the finisher writes them itself, in the driver).
+
+The same finisher runs in worker processes and Ray actors (`Finisher.for_bench`, built from the run's config as
+the driver's judges are, `run_judges`) and in the driver (the asyncio backend, episodes derived from a shared
+prefix; `judge` alone for a resumed run's unjudged episodes), so the driver has one way to record an episode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from arena.core.blobs import BlobStore
+from arena.core.trajectory import Episode, Usage
+from arena.endpoints import transcript
+from arena.endpoints.client import learned_params, restore_params
+from arena.judges.metrics import AUTO, ERRORED, judge_for, judge_for_task
+from arena.core.prompt_book import PromptBook
+from arena.store.run_index import Entry, entry_of
+from arena.store.store import episode_line, verdict_line
+
+from .briefs import EpisodeBrief, VerdictBrief, own_steps
+from .config import RunConfig
+from .judging import Judges
+from .limits import endpoint_of
+from .pricing import agent_prices, usage_cost
+
+JUDGE_CACHE = "judge_cache.jsonl"
+"""The judges' cache of model outputs, in the run directory."""
+
+
+@dataclass
+class Finished:
+    """A finished episode's records as bytes and its brief (see the module docstring). `line` and `entry` are None
+    for an episode that was only judged (already in the store)."""
+
+    brief: EpisodeBrief
+    line: bytes | None
+    entry: Entry | None
+    verdicts: list[bytes] = field(default_factory=list)
+    learned: dict[str, Any] | None = None
+    calls: list[bytes] = field(default_factory=list)
+    cache: list[bytes] = field(default_factory=list)
+
+
+def also_judges(tasks: Iterable[Any], judge: str) -> dict[str, list[str]]:
+    """Under `--judge auto`, by task id, the other scoring methods a task names (VistaHop's reward_fn and
+    unused_reward_fn under --protocol original): computed too, while the task's own judge is the one that counts."""
+    if judge != AUTO:
+        return {}
+    return {t.id: [j for j in t.metadata.get("judges", []) if j != judge_for_task(t, AUTO)] for t in tasks}
+
+
+def run_judges(config: RunConfig, run_dir: Path, book: PromptBook | None = None) -> Judges:
+    """The run's judges as the config names them (judge, options, protocol, prompts file; cache in `run_dir`)."""
+    return Judges(config.judge or AUTO, config.judge_options, Path(run_dir) / JUDGE_CACHE, config.protocol,
+                  prompts=book if book is not None else PromptBook.load(config.prompts))
+
+
+def spent_usage(episode: Episode) -> Usage:
+    """Tokens of the model calls this episode made itself."""
+    return sum((s.usage for s in own_steps(episode.steps, episode.meta.get("model_calls"))), Usage())
+
+
+def take_learned(agents: list[Any], learned: dict[str, Any] | None) -> None:
+    """Driver side: the limits (by agent id) and refused request fields another process learned, taken here."""
+    if not learned:
+        return
+    for agent in agents:
+        if learned["limits"].get(agent.id):
+            agent.apply_limits(learned["limits"][agent.id])
+    restore_params(learned["params"])
+
+
+class Finisher:
+    """Finishes episodes played in this process (see the module docstring). `gate`: the Gate judge calls go
+    through (`slot(endpoint)`); `keep_cache`: judge-cache lines are kept for `Finished.cache` (another process
+    appends them) instead of written by the judges."""
+
+    def __init__(self, judges: Judges, also: dict[str, list[str]], prices: dict[str, Any], agents: list[Any],
+                 gate: Any, keep_cache: bool = False):
+        self.judges, self.also, self.prices, self.agents, self.gate = judges, also, prices, agents, gate
+        self.judge_name = judges.name
+        self.judge_endpoint = endpoint_of(judges.options)
+        self._cache: list[bytes] = []
+        if keep_cache:
+            judges.write_through(self._keep)
+        self._learned = self._learned_now()
+
+    @classmethod
+    def for_bench(cls, config: RunConfig, bench: Any, gate: Any, run_dir: str | Path) -> "Finisher":
+        """A worker's finisher: the run's judges built from its config, the prices of its workbench's agents."""
+        judges = run_judges(config, Path(run_dir))
+        return cls(judges, also_judges((t for _, t in bench.pairs), judges.name),
+                   agent_prices(bench.agents, config.price), bench.agents, gate, keep_cache=True)
+
+    async def _keep(self, _path: Path, line: bytes) -> None:
+        self._cache.append(line)
+
+    def _learned_now(self) -> dict[str, Any]:
+        return {"limits": {a.id: a.learned_limits() for a in self.agents if a.learned_limits()},
+                "params": learned_params()}
+
+    def learned(self) -> dict[str, Any] | None:
+        """What was learned here, when it changed since last asked (None: unchanged)."""
+        now = self._learned_now()
+        if now == self._learned:
+            return None
+        self._learned = now
+        return now
+
+    async def finish(self, episode: Episode, blobs: BlobStore, calls: Any = None) -> Finished:
+        """The played episode's cost, line, index entry and (unless it errored) verdicts; `blobs`: the store its
+        images are read from; `calls`: the sink judge calls are recorded into (None: not recorded)."""
+        price = self.prices.get(episode.agent)
+        t = episode.totals
+        cost = usage_cost(Usage(prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens), price)
+        if cost is not None:
+            episode.meta["cost"] = round(cost, 8)
+        line = episode_line(episode)
+        brief = EpisodeBrief.of(episode, cost, usage_cost(spent_usage(episode), price))
+        verdicts: list[bytes] = []
+        if episode.finish_reason not in ERRORED:  # an episode not played to the end is not judged
+            brief.verdict, verdicts = await self.judge(episode, blobs, calls)
+        return Finished(brief, line, entry_of(line, 0), verdicts, self.learned(), cache=self.drain_cache())
+
+    async def judge(self, episode: Episode, blobs: BlobStore, calls: Any = None,
+                    done: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()
+                    ) -> tuple[VerdictBrief, list[bytes]]:
+        """The run judge's verdict (brief) and the verdict lines: its own, then those of the task's other judges
+        not already in `done` ((episode id, judge) pairs recorded)."""
+        async with self.gate.slot(self.judge_endpoint):
+            with transcript.scope(calls, episode.key, "judge"):
+                verdict = await self.judges.get(judge_for(episode, self.judge_name)).score(episode, blobs)
+        lines = [verdict_line(verdict)]
+        for judge_id in self.also.get(episode.task.id, []):
+            if (episode.id, judge_id) not in done:
+                async with self.gate.slot(self.judge_endpoint):
+                    with transcript.scope(None, episode.key, "judge"):  # not recorded
+                        other = await self.judges.get(judge_id).score(episode, blobs)
+                lines.append(verdict_line(other))
+        return VerdictBrief.of(verdict), lines
+
+    def drain_cache(self) -> list[bytes]:
+        """The judge-cache lines kept since last drained."""
+        lines, self._cache = self._cache, []
+        return lines
+
+    async def aclose(self) -> None:
+        await self.judges.aclose()

@@ -45,6 +45,10 @@ JUDGE_CACHE = "judge_cache.jsonl"
 """The judges' cache of model outputs, in the run directory."""
 
 
+class JudgeFailure(RuntimeError):
+    """A judge raised while scoring an episode that is recorded all the same (`Finished.judge_failure`)."""
+
+
 @dataclass
 class Finished:
     """A finished episode's records as bytes and its brief (see the module docstring). `line` and `entry` are None
@@ -57,6 +61,10 @@ class Finished:
     learned: dict[str, Any] | None = None
     calls: list[bytes] = field(default_factory=list)
     cache: list[bytes] = field(default_factory=list)
+    judge_failure: str | None = None
+    """A judge raised instead of returning a verdict (a bug, not a server's error, which a verdict records): the
+    episode is recorded unjudged all the same (nothing finished is lost), then the run fails with this message;
+    `arena resume` judges it."""
 
 
 def also_judges(tasks: Iterable[Any], judge: str) -> dict[str, list[str]]:
@@ -136,9 +144,15 @@ class Finisher:
         line = episode_line(episode)
         brief = EpisodeBrief.of(episode, cost, usage_cost(spent_usage(episode), price))
         verdicts: list[bytes] = []
+        failure = None
         if episode.finish_reason not in ERRORED:  # an episode not played to the end is not judged
-            brief.verdict, verdicts = await self.judge(episode, blobs, calls)
-        return Finished(brief, line, entry_of(line, 0), verdicts, self.learned(), cache=self.drain_cache())
+            try:
+                brief.verdict, verdicts = await self.judge(episode, blobs, calls)
+            except Exception as exc:
+                failure = (f"judging episode {episode.key} failed ({type(exc).__name__}: {exc}); the episode is "
+                           "recorded unjudged: `arena resume` judges it")
+        return Finished(brief, line, entry_of(line, 0), verdicts, self.learned(), cache=self.drain_cache(),
+                        judge_failure=failure)
 
     async def judge(self, episode: Episode, blobs: BlobStore, calls: Any = None,
                     done: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()

@@ -47,7 +47,7 @@ from .allocator import keep_freed_memory, startup_frozen
 from .backends import Backend, make_backend, prepare_workers
 from .briefs import EpisodeBrief, VerdictBrief, own_steps
 from .config import RunConfig, slug
-from .finishing import Finished, Finisher, also_judges, run_judges
+from .finishing import Finished, Finisher, JudgeFailure, also_judges, run_judges
 from .fork import fork_prefix
 from .harness_cost import HarnessMeter
 from .judging import Judges
@@ -409,6 +409,8 @@ class RunSession:
             brief.verdict = None
         if finished.learned is not None:
             self.save_learned()
+        if finished.judge_failure is not None:
+            raise JudgeFailure(finished.judge_failure)
         self.judged(brief)
 
     async def play(self, job: EpisodeJob, again: dict[str, Any] | None = None) -> Finished:

@@ -13,6 +13,10 @@ from __future__ import annotations
 import threading
 
 MARGIN = 1.05  # the estimate must exceed the ceiling by this factor (estimates are rough)
+OLLAMA_REMEDY = ("Ollama: raise the model's num_ctx or OLLAMA_CONTEXT_LENGTH; its default context is 2048 tokens "
+                 "before Ollama 0.6, 4096 after")
+"""The likeliest cause of a silent cut and what to do, said the same way on a step, in the summary and on the
+terminal."""
 
 
 class CeilingWatch:
@@ -52,4 +56,4 @@ class CeilingWatch:
             return None
         return (f"the server counted {served} prompt tokens, as in earlier turns, while the arena sent about "
                 f"{estimate}: it is probably cutting the prompt to a fixed context of {served} tokens and answering "
-                "from a cut conversation (Ollama: raise the model's num_ctx or OLLAMA_CONTEXT_LENGTH)")
+                f"from a cut conversation ({OLLAMA_REMEDY})")

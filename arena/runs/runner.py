@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import orjson
 
-from arena.agents.truncation import MARGIN, CeilingWatch
+from arena.agents.truncation import MARGIN, OLLAMA_REMEDY, CeilingWatch
 from arena.core.dataset import Dataset
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
@@ -578,12 +578,11 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
     if spent is not None:
         summary["cost"] = round(spent, 6)
     lines = [f"{agent}: in {n} turn(s) the server counted far fewer prompt tokens than were sent (e.g. {low} vs "
-             f"an estimated {high}); it may be truncating prompts silently (Ollama: raise num_ctx)"
+             f"an estimated {high}); it may be truncating prompts silently ({OLLAMA_REMEDY})"
              for agent, (n, low, high) in sorted(worst.items())]
     lines += [f"{agent}: the server's prompt count stops at {w.top} tokens ({w.turns_at_top} turns) while the arena's "
               f"estimate grows to {w.grown}: it is probably cutting the prompt to a fixed context of {w.top} tokens and "
-              f"answering from a cut conversation (Ollama: its num_ctx, e.g. 2048 or 4096 by default depending on the "
-              f"version; raise it with the model's num_ctx option or OLLAMA_CONTEXT_LENGTH)"
+              f"answering from a cut conversation ({OLLAMA_REMEDY})"
               for agent, w in sorted(ceilings.items()) if agent not in worst and w.cut_to(ceiling_turns, ceiling_margin)]
     return lines
 

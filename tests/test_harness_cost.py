@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arena.cli.main import app
-from arena.runs.harness_cost import DRIVER_SATURATED, bottleneck_hint, episode_figures
+from arena.runs.harness_cost import DRIVER_SATURATED, HINT_MIN_SECONDS, bottleneck_hint, episode_figures
 from arena.runs.runner import run
 from arena.store.records import HarnessCost
 from arena.store.store import RunStore
@@ -62,11 +62,12 @@ def test_the_run_reports_what_the_harness_cost_and_the_figures_are_recomputable(
 
 
 def test_the_hint_names_more_workers_only_when_the_driver_saturates_a_core() -> None:
-    assert bottleneck_hint(DRIVER_SATURATED - 0.01, "asyncio", 0) is None
-    assert "try --workers 2" in bottleneck_hint(0.95, "asyncio", 0)
-    assert "try --workers 8" in bottleneck_hint(1.3, "workers", 4)
-    assert bottleneck_hint(1.3, "ray", 4) is None
+    assert bottleneck_hint(DRIVER_SATURATED - 0.01, "asyncio", 0, 60.0) is None
+    assert "try --workers 2" in bottleneck_hint(0.95, "asyncio", 0, 60.0)
+    assert "try --workers 8" in bottleneck_hint(1.3, "workers", 4, 60.0)
+    assert bottleneck_hint(1.3, "ray", 4, 60.0) is None
+    assert bottleneck_hint(1.5, "asyncio", 0, HINT_MIN_SECONDS - 0.1) is None  # a short run: workers cost more
     lines = HarnessCost(backend="asyncio", episodes=3, rounds=9, wall_seconds=2.0, driver_cpu_seconds=1.9,
                         driver_load=0.95, episode_seconds=3.0, model_seconds=2.0, harness_seconds=1.0,
-                        harness_share=1 / 3, hint=bottleneck_hint(0.95, "asyncio", 0)).lines()
+                        harness_share=1 / 3, hint=bottleneck_hint(0.95, "asyncio", 0, 60.0)).lines()
     assert lines[-1].startswith("hint: the driver is the bottleneck") and "33.3%" in lines[1]

@@ -20,6 +20,9 @@ from .briefs import EpisodeBrief
 
 DRIVER_SATURATED = 0.8
 """Driver CPU over wall time from which the driver counts as the bottleneck (a core is nearly saturated)."""
+HINT_MIN_SECONDS = 5.0
+"""Playing time under which no hint is given: worker processes take about a second to start (docs/benchmarks.md),
+more than such a run could gain."""
 
 
 @dataclass
@@ -91,13 +94,14 @@ class HarnessMeter:
             "harness_seconds": round(harness, 6),
             "harness_share": round(min(1.0, harness / t.seconds), 6) if t.seconds > 0 else None,
         }
-        out["hint"] = bottleneck_hint(load, self.backend, self.workers)
+        out["hint"] = bottleneck_hint(load, self.backend, self.workers, wall)
         return out
 
 
-def bottleneck_hint(load: float, backend: str, workers: int) -> str | None:
-    """"the driver is the bottleneck: try --workers N" when the driver kept a core nearly saturated."""
-    if load < DRIVER_SATURATED or backend == "ray":
+def bottleneck_hint(load: float, backend: str, workers: int, wall: float) -> str | None:
+    """"the driver is the bottleneck: try --workers N" when the driver kept a core nearly saturated for a playing
+    time (`wall`, seconds) of at least `HINT_MIN_SECONDS`."""
+    if load < DRIVER_SATURATED or backend == "ray" or wall < HINT_MIN_SECONDS:
         return None
     more = max(2, 2 * workers)
     return (f"the driver is the bottleneck (its CPU was busy {load:.0%} of the playing time): try --workers {more}"

@@ -94,3 +94,25 @@ def test_runs_warn_when_decontext_tasks_are_played_by_another_kind_of_agent(tmp_
     assert decontext, "the first tasks include de-contextualised ones"
     [warning] = result.summary["warnings"]
     assert "need an agent of kind 'image_gen'" in warning and "'scripted'" in warning
+
+
+def test_a_prompts_file_gives_the_generation_instruction_of_every_request(tmp_path):
+    """`ureason.agent.instruction` (the instruction to use the generation tools, a named template): the arena's
+    wording without a prompts file, the file's text with one, after the question of every agent request."""
+    from arena.suites.ureason.loader import GENERATION_INSTRUCTION
+
+    items = build(tmp_path / "ureason", seed=0, size="small") / "data"  # the published item files
+    task = load_datasets(items)[0].tasks[0]
+    prompts = tmp_path / "prompts.yaml"
+    prompts.write_text("ureason.agent.instruction: |-\n  DRAW IT with {{braces}} kept, from the test.\n")
+    with OpenAIStub(lambda request: "<answer>done</answer>") as server:
+        for run_id, extra in (("arena", {}), ("file", {"prompts": str(prompts)})):
+            run(RunConfig(data=str(items), agent="openai", task_ids=[task.id], settings=["render"],
+                          judge="ureason-verify", out=str(tmp_path / "logs"), run_id=run_id,
+                          agent_options={"model": "m", "base_url": server.base_url, "max_retries": 0}, **extra))
+        texts = [r["messages"][1]["content"][-1]["text"] for r in server.requests]
+    assert len(texts) == 2
+    assert texts[0].endswith(f"\n\n{GENERATION_INSTRUCTION}")
+    assert texts[1].endswith("\n\nDRAW IT with {braces} kept, from the test.")
+    recorded = json.loads((tmp_path / "logs" / "file" / "run.json").read_text())["prompts"]["templates"]
+    assert recorded["ureason.agent.instruction"]["wording"] == "file"

@@ -13,6 +13,12 @@ Contract:
   same guarantee as `durable` (a record counts once it is on disk with everything submitted before it). Any
   other write in the batch (`submit`, `durable`, a flush) is a barrier: the commits before it are completed first,
   so first in first out holds for everything but a commit overtaken by independent appends and blob writes.
+- Commit window: when the writer is busy (its last fsync round of commits ended less than `BUSY` ago), a batch
+  that holds a commit waits up to `COMMIT_WINDOW` for more writes before its fsync rounds, so that one fsync per
+  file covers many episodes; a barrier (any write but an append, a blob write or a commit) ends the wait at once.
+  A lone commit on an idle writer is not delayed at all, a commit on a busy one by at most the window. An
+  episode's concurrency slot is released before its commit is submitted, so the window costs the run no
+  throughput: only the moment the episode counts as written.
 - Torn tails stay safe: appends go through `arena.core.jsonl.Appender` (files held open by the writer thread; the
   run store's appends too, `RunStore.use_appender`), which cuts a torn tail when it opens a file and after a
   failed write.
@@ -28,6 +34,7 @@ import asyncio
 import os
 import queue
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -42,6 +49,10 @@ T = TypeVar("T")
 
 MAX_BATCH = 4096
 """Writes taken from the queue at once (bounds how long the first commit of a batch waits for the others)."""
+COMMIT_WINDOW = 0.005
+"""Seconds a batch holding a commit waits for more writes when the writer is busy (see the module docstring)."""
+BUSY = 0.05
+"""The writer counts as busy while its last fsync round of commits ended less than this many seconds ago."""
 WRITE, APPEND, COMMIT = "write", "append", "commit"
 
 
@@ -59,14 +70,32 @@ class RunWriter:
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
+    def _take(self, last_round: float) -> list[tuple[Future, Callable[..., Any], tuple, str, Any] | None]:
+        """The next batch: the writes waiting, and while busy with commits those arriving within the window."""
+        batch = [self._queue.get()]
+        while batch[-1] is not None and len(batch) < MAX_BATCH:
+            try:
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        now = time.monotonic()
+        if now - last_round >= BUSY or not any(item is not None and item[3] == COMMIT for item in batch):
+            return batch
+        deadline = now + COMMIT_WINDOW
+        while batch[-1] is not None and batch[-1][3] != WRITE and len(batch) < MAX_BATCH:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                batch.append(self._queue.get(timeout=left))
+            except queue.Empty:
+                break
+        return batch
+
     def _serve(self) -> None:
+        last_round = float("-inf")  # when the last fsync round of commits ended
         while True:
-            batch = [self._queue.get()]
-            while batch[-1] is not None and len(batch) < MAX_BATCH:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
+            batch = self._take(last_round)
             commits: list[tuple[Future, Callable[..., Any], tuple, tuple[Path, ...]]] = []
             for item in batch:
                 if item is None:
@@ -79,9 +108,11 @@ class RunWriter:
                     continue
                 if kind != APPEND and commits:  # a barrier: the commits before it first
                     self._commit(commits)
-                    commits = []
+                    commits, last_round = [], time.monotonic()
                 self._run(future, fn, args)
-            self._commit(commits)
+            if commits:
+                self._commit(commits)
+                last_round = time.monotonic()
 
     @staticmethod
     def _run(future: Future, fn: Callable[..., Any], args: tuple) -> None:

@@ -10,6 +10,7 @@ import os
 import shutil
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -278,3 +279,27 @@ def test_the_same_bytes_are_hashed_once_for_their_blob_id_and_changed_bytes_alwa
     assert direct.put(mutable, "bin") == first.replace(".png", ".bin")
     mutable[0] ^= 0xFF
     assert direct.put(mutable, "bin") != first.replace(".png", ".bin") and len(hashed) == 4
+
+
+def test_writes_ending_together_wake_the_event_loop_once() -> None:
+    """A group commit's futures complete together: their awaiters are woken by one call into the loop, not one each,
+    and each gets its own result."""
+    async def main() -> tuple[list[int], int]:
+        loop = asyncio.get_running_loop()
+        wakeups = 0
+        real = loop.call_soon_threadsafe
+
+        def counted(*args, **kwargs):
+            nonlocal wakeups
+            wakeups += 1
+            return real(*args, **kwargs)
+        loop.call_soon_threadsafe = counted
+        futures = [Future() for _ in range(100)]
+        tasks = [asyncio.ensure_future(settled(f)) for f in futures]
+        await asyncio.sleep(0)
+        for n, future in enumerate(futures):  # as the writer thread does at the end of a group commit
+            future.set_running_or_notify_cancel()
+            future.set_result(n)
+        return await asyncio.gather(*tasks), wakeups
+    results, wakeups = asyncio.run(main())
+    assert results == list(range(100)) and wakeups == 1

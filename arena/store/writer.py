@@ -24,6 +24,7 @@ Contract:
   failed write.
 - `settled` awaits a write to its end even if the awaiting task is cancelled meanwhile (a run stopped by
   --fail-fast or --max-cost cancels episodes; a finished one must still reach the disk), then re-raises the cancel.
+  The writes that end together (a group commit's) wake the awaiting event loop once (`LoopHandoff`).
 - A fire-and-forget write (`append`, `WriterBlobStore.put`) that fails is kept in `problems` (one message each),
   which the runner reports with the records it could not write.
 """
@@ -35,6 +36,7 @@ import os
 import queue
 import threading
 import time
+import weakref
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -247,20 +249,72 @@ class RunWriter:
 
 
 async def settled(future: "Future[T]") -> T:
-    """The future's result; a cancel of the awaiting task waits for the write to end, then is re-raised."""
-    wrapped = asyncio.wrap_future(future)
+    """The future's result; a cancel of the awaiting task waits for the write to end, then is re-raised. The
+    writes that end together (a group commit's) wake the event loop once (`LoopHandoff`), not once each."""
+    loop = asyncio.get_running_loop()
+    waiter = loop.create_future()
+
+    def copy(done: Future) -> None:
+        if waiter.done():
+            return
+        if done.cancelled():
+            waiter.cancel()
+        elif done.exception() is not None:
+            waiter.set_exception(done.exception())
+        else:
+            waiter.set_result(done.result())
+    future.add_done_callback(lambda done: LoopHandoff.of(loop).push(copy, done))
     cancelled = False
     while True:
         try:
-            result = await asyncio.shield(wrapped)
+            result = await asyncio.shield(waiter)
             break
         except asyncio.CancelledError:
-            if wrapped.done():
+            if waiter.done():
                 raise
             cancelled = True
     if cancelled:
         raise asyncio.CancelledError()
     return result
+
+
+class LoopHandoff:
+    """Callbacks handed from other threads to one event loop in batches: the first pushed while none waits wakes
+    the loop (`call_soon_threadsafe`), those pushed before it runs go along, in the order pushed."""
+
+    _by_loop: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopHandoff]" = weakref.WeakKeyDictionary()
+    _made = threading.Lock()
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop, self._lock, self._waiting = loop, threading.Lock(), []
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> "LoopHandoff":
+        handoff = cls._by_loop.get(loop)
+        if handoff is None:
+            with cls._made:
+                handoff = cls._by_loop.setdefault(loop, cls(loop))
+        return handoff
+
+    def push(self, fn: Callable[..., Any], *args: Any) -> None:
+        with self._lock:
+            first = not self._waiting
+            self._waiting.append((fn, args))
+        if first:
+            try:
+                self.loop.call_soon_threadsafe(self._run)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                with self._lock:
+                    self._waiting.clear()
+
+    def _run(self) -> None:
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        for fn, args in waiting:
+            try:
+                fn(*args)
+            except Exception as exc:  # one failing callback does not keep the others from their waiters
+                self.loop.call_exception_handler({"message": "LoopHandoff callback failed", "exception": exc})
 
 
 class WriterBlobStore(BlobStore):

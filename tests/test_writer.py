@@ -121,7 +121,16 @@ def test_a_busy_writer_gathers_commits_within_its_window_and_an_idle_one_delays_
     futures = [writer.commit(episodes, append_line, episodes, b'{"key": "late"}\n')]
     writer.flush()  # a barrier: the window ends at once
     assert futures[0].done() and time.monotonic() - started < 0.25 and synced == ["episodes.jsonl"]
-    assert episodes.read_bytes().count(b"\n") == 7
+    gate = threading.Event()
+    blocked = writer.submit(gate.wait)  # the writer busy: a commit, a barrier and a commit queue meanwhile
+    futures = [writer.commit(episodes, append_line, episodes, b'{"key": "before"}\n'), writer.submit(lambda: None),
+               writer.commit(episodes, append_line, episodes, b'{"key": "after"}\n')]
+    started = time.monotonic()
+    gate.set()
+    blocked.result()
+    futures[-1].result()
+    assert time.monotonic() - started < 0.25  # a barrier taken with them: no window
+    assert episodes.read_bytes().count(b"\n") == 9
 
 
 def test_a_cancelled_awaiter_still_gets_its_record_written(tmp_path: Path, writer: RunWriter) -> None:

@@ -81,8 +81,9 @@ class RunWriter:
             except queue.Empty:
                 break
         now = time.monotonic()
-        if now - last_round >= BUSY or not any(item is not None and item[3] == COMMIT for item in batch):
-            return batch
+        kinds = {item[3] if item is not None else None for item in batch}
+        if now - last_round >= BUSY or COMMIT not in kinds or WRITE in kinds or None in kinds:
+            return batch  # idle, nothing to gather, or a barrier (or the stop) waiting already
         deadline = now + COMMIT_WINDOW
         while batch[-1] is not None and batch[-1][3] != WRITE and len(batch) < MAX_BATCH:
             left = deadline - time.monotonic()

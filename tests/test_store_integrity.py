@@ -313,3 +313,30 @@ def test_files_held_open_by_the_writer_cut_a_torn_tail_when_opened_and_after_a_f
     assert files.append(path, b'{"a": 6}\n') == 27
     files.close()
     assert path.read_bytes() == b'{"a": 1}\n{"a": 3}\n{"a": 4}\n{"a": 6}\n'
+
+
+def test_a_held_open_file_is_appended_with_one_write_and_no_fstat(tmp_path: Path, monkeypatch) -> None:
+    """After its first append (which opens the file and cuts a torn tail), an append to a held-open file is one
+    write at the end the appender knows: no `fstat`, and the offsets it returns stay right (a write the kernel
+    takes in part is finished)."""
+    from arena.core.jsonl import Appender
+
+    path, files = tmp_path / "x.jsonl", Appender()
+    assert files.append(path, b'{"a": 1}\n') == 0
+    stats: list[int] = []
+    real = os.fstat
+    monkeypatch.setattr(os, "fstat", lambda fd: stats.append(fd) or real(fd))
+    held = files._open[path]
+
+    class Short:  # a write the kernel takes in part
+        def write(self, data) -> int:
+            return held.write(bytes(data[:3]))
+
+        def __getattr__(self, name):
+            return getattr(held, name)
+    assert files.append(path, b'{"a": 2}\n') == 9
+    files._open[path] = Short()
+    assert files.append(path, b'{"a": 3}\n') == 18 and files.append(path, b'{"a": 4}\n') == 27
+    assert stats == []
+    files.close()
+    assert path.read_bytes() == b'{"a": 1}\n{"a": 2}\n{"a": 3}\n{"a": 4}\n'

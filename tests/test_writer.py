@@ -10,6 +10,7 @@ import os
 import shutil
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from arena.core import blobs
 from arena.core.blobs import BlobStore
 from arena.core.jsonl import append_line
 from arena.store import file_digests
+from arena.store import writer as writer_module
 from arena.runs.config import RunConfig
 from arena.runs.backends.ray_backend import MemoryBlobStore
 from arena.runs.runner import run
@@ -82,6 +84,53 @@ def test_records_waiting_together_are_committed_with_one_fsync_per_file_and_coun
     assert synced == ["calls.jsonl", "episodes.jsonl"] and done_at_sync == [0, 0]
     assert episodes.read_bytes() == b"".join(b'{"key": "%d"}\n' % n for n in range(50))
     assert writer.problems == []
+
+
+def test_a_busy_writer_gathers_commits_within_its_window_and_an_idle_one_delays_none(
+        tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
+    """Commit window: commits arriving one by one on a busy writer (fsync rounds just done) share one fsync round;
+    each future completes only after the fsync of its line, and no later than the window after it was submitted;
+    on an idle writer a lone commit is not delayed; a barrier ends the window at once."""
+    monkeypatch.setattr(writer_module, "COMMIT_WINDOW", 0.3)
+    monkeypatch.setattr(writer_module, "BUSY", 1.0)
+    synced: list[str] = []
+    futures: list = []
+    done_at_sync: list[int] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        done_at_sync.append(sum(f.done() for f in futures))
+        real(fd)
+    monkeypatch.setattr(os, "fsync", spy)
+    episodes = tmp_path / "episodes.jsonl"
+    time.sleep(0.05)
+    started = time.monotonic()
+    writer.commit(episodes, append_line, episodes, b'{"key": "idle"}\n').result()  # idle: no window
+    assert time.monotonic() - started < 0.25 and synced == ["episodes.jsonl"]
+    started = time.monotonic()
+    for n in range(5):  # busy now: these wait for each other within the window
+        futures.append(writer.commit(episodes, append_line, episodes, b'{"key": "%d"}\n' % n))
+        time.sleep(0.01)
+    futures[-1].result()
+    waited = time.monotonic() - started
+    assert synced == ["episodes.jsonl", "episodes.jsonl"] and done_at_sync == [0, 0]
+    assert 0.25 <= waited < 0.3 + 0.25  # the first commit waited the window, no more
+    synced.clear()
+    started = time.monotonic()
+    futures = [writer.commit(episodes, append_line, episodes, b'{"key": "late"}\n')]
+    writer.flush()  # a barrier: the window ends at once
+    assert futures[0].done() and time.monotonic() - started < 0.25 and synced == ["episodes.jsonl"]
+    gate = threading.Event()
+    blocked = writer.submit(gate.wait)  # the writer busy: a commit, a barrier and a commit queue meanwhile
+    futures = [writer.commit(episodes, append_line, episodes, b'{"key": "before"}\n'), writer.submit(lambda: None),
+               writer.commit(episodes, append_line, episodes, b'{"key": "after"}\n')]
+    started = time.monotonic()
+    gate.set()
+    blocked.result()
+    futures[-1].result()
+    assert time.monotonic() - started < 0.25  # a barrier taken with them: no window
+    assert episodes.read_bytes().count(b"\n") == 9
 
 
 def test_a_cancelled_awaiter_still_gets_its_record_written(tmp_path: Path, writer: RunWriter) -> None:
@@ -239,3 +288,27 @@ def test_the_same_bytes_are_hashed_once_for_their_blob_id_and_changed_bytes_alwa
     assert direct.put(mutable, "bin") == first.replace(".png", ".bin")
     mutable[0] ^= 0xFF
     assert direct.put(mutable, "bin") != first.replace(".png", ".bin") and len(hashed) == 4
+
+
+def test_writes_ending_together_wake_the_event_loop_once() -> None:
+    """A group commit's futures complete together: their awaiters are woken by one call into the loop, not one each,
+    and each gets its own result."""
+    async def main() -> tuple[list[int], int]:
+        loop = asyncio.get_running_loop()
+        wakeups = 0
+        real = loop.call_soon_threadsafe
+
+        def counted(*args, **kwargs):
+            nonlocal wakeups
+            wakeups += 1
+            return real(*args, **kwargs)
+        loop.call_soon_threadsafe = counted
+        futures = [Future() for _ in range(100)]
+        tasks = [asyncio.ensure_future(settled(f)) for f in futures]
+        await asyncio.sleep(0)
+        for n, future in enumerate(futures):  # as the writer thread does at the end of a group commit
+            future.set_running_or_notify_cancel()
+            future.set_result(n)
+        return await asyncio.gather(*tasks), wakeups
+    results, wakeups = asyncio.run(main())
+    assert results == list(range(100)) and wakeups == 1

@@ -56,12 +56,14 @@ def append_lines(path: Path, lines: list[bytes], *, fsync: bool = False) -> int:
 
 class Appender:
     """Append-only files held open between appends by the one thread that appends to them (a run's writer, which
-    holds the run's lock): the first append to a path opens it and cuts a torn tail, later ones write at the end
-    they know. A failed write closes the file and forgets it, so the next append opens it again and cuts whatever
-    the failure left. Fsync is the caller's (any descriptor of the file will do). `close` closes every file."""
+    holds the run's lock): the first append to a path opens it (unbuffered) and cuts a torn tail, later ones write
+    at the end they know (its size kept here: one system call per append, no `fstat`). A failed write closes the
+    file and forgets it, so the next append opens it again and cuts whatever the failure left. Fsync is the
+    caller's (any descriptor of the file will do). `close` closes every file."""
 
     def __init__(self) -> None:
         self._open: dict[Path, BinaryIO] = {}
+        self._size: dict[Path, int] = {}
 
     def append(self, path: Path, data: bytes, fsync: bool = False) -> int:
         """Append whole lines (`data` ends with a newline); returns their offset (the file's size before them)."""
@@ -69,19 +71,22 @@ class Appender:
             raise ValueError("a JSON line must end with a newline")
         fh = self._open.get(path)
         if fh is None:
-            fh = path.open("ab+")
-            _cut_torn_tail(fh, os.fstat(fh.fileno()).st_size)
+            fh = path.open("ab+", buffering=0)
+            size = os.fstat(fh.fileno()).st_size
+            self._size[path] = size - _cut_torn_tail(fh, size)
             self._open[path] = fh
+        offset = self._size[path]
         try:
-            offset = os.fstat(fh.fileno()).st_size
-            fh.write(data)
-            fh.flush()
+            left = memoryview(data)
+            while left:
+                left = left[fh.write(left):]
             if fsync:
                 os.fsync(fh.fileno())
         except BaseException:
             self._open.pop(path, None)
             fh.close()
             raise
+        self._size[path] = offset + len(data)
         return offset
 
     def line_writer(self) -> Callable[..., int]:
@@ -92,6 +97,7 @@ class Appender:
         for fh in self._open.values():
             fh.close()
         self._open.clear()
+        self._size.clear()
 
 
 def append_line(path: Path, line: bytes, *, fsync: bool = True) -> int:

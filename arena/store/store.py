@@ -80,6 +80,7 @@ class RunStore:
         self.dir = Path(run_dir)
         self.episodes_path = self.dir / "episodes.jsonl"
         self.verdicts_path = self.dir / "verdicts.jsonl"
+        self.calls_path = self.dir / CALLS_FILE
         self.run_json = self.dir / "run.json"
         self.summary_path = self.dir / "summary.json"
         self.blobs = BlobStore(self.dir / "blobs")

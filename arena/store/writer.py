@@ -13,11 +13,18 @@ Contract:
   same guarantee as `durable` (a record counts once it is on disk with everything submitted before it). Any
   other write in the batch (`submit`, `durable`, a flush) is a barrier: the commits before it are completed first,
   so first in first out holds for everything but a commit overtaken by independent appends and blob writes.
+- Commit window: when the writer is busy (its last fsync round of commits ended less than `BUSY` ago), a batch
+  that holds a commit waits up to `COMMIT_WINDOW` for more writes before its fsync rounds, so that one fsync per
+  file covers many episodes; a barrier (any write but an append, a blob write or a commit) ends the wait at once.
+  A lone commit on an idle writer is not delayed at all, a commit on a busy one by at most the window. An
+  episode's concurrency slot is released before its commit is submitted, so the window costs the run no
+  throughput: only the moment the episode counts as written.
 - Torn tails stay safe: appends go through `arena.core.jsonl.Appender` (files held open by the writer thread; the
   run store's appends too, `RunStore.use_appender`), which cuts a torn tail when it opens a file and after a
   failed write.
 - `settled` awaits a write to its end even if the awaiting task is cancelled meanwhile (a run stopped by
   --fail-fast or --max-cost cancels episodes; a finished one must still reach the disk), then re-raises the cancel.
+  The writes that end together (a group commit's) wake the awaiting event loop once (`LoopHandoff`).
 - A fire-and-forget write (`append`, `WriterBlobStore.put`) that fails is kept in `problems` (one message each),
   which the runner reports with the records it could not write.
 """
@@ -28,6 +35,8 @@ import asyncio
 import os
 import queue
 import threading
+import time
+import weakref
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -42,6 +51,10 @@ T = TypeVar("T")
 
 MAX_BATCH = 4096
 """Writes taken from the queue at once (bounds how long the first commit of a batch waits for the others)."""
+COMMIT_WINDOW = 0.005
+"""Seconds a batch holding a commit waits for more writes when the writer is busy (see the module docstring)."""
+BUSY = 0.05
+"""The writer counts as busy while its last fsync round of commits ended less than this many seconds ago."""
 WRITE, APPEND, COMMIT = "write", "append", "commit"
 
 
@@ -59,14 +72,33 @@ class RunWriter:
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
+    def _take(self, last_round: float) -> list[tuple[Future, Callable[..., Any], tuple, str, Any] | None]:
+        """The next batch: the writes waiting, and while busy with commits those arriving within the window."""
+        batch = [self._queue.get()]
+        while batch[-1] is not None and len(batch) < MAX_BATCH:
+            try:
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        now = time.monotonic()
+        kinds = {item[3] if item is not None else None for item in batch}
+        if now - last_round >= BUSY or COMMIT not in kinds or WRITE in kinds or None in kinds:
+            return batch  # idle, nothing to gather, or a barrier (or the stop) waiting already
+        deadline = now + COMMIT_WINDOW
+        while batch[-1] is not None and batch[-1][3] != WRITE and len(batch) < MAX_BATCH:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                batch.append(self._queue.get(timeout=left))
+            except queue.Empty:
+                break
+        return batch
+
     def _serve(self) -> None:
+        last_round = float("-inf")  # when the last fsync round of commits ended
         while True:
-            batch = [self._queue.get()]
-            while batch[-1] is not None and len(batch) < MAX_BATCH:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
+            batch = self._take(last_round)
             commits: list[tuple[Future, Callable[..., Any], tuple, tuple[Path, ...]]] = []
             for item in batch:
                 if item is None:
@@ -79,9 +111,11 @@ class RunWriter:
                     continue
                 if kind != APPEND and commits:  # a barrier: the commits before it first
                     self._commit(commits)
-                    commits = []
+                    commits, last_round = [], time.monotonic()
                 self._run(future, fn, args)
-            self._commit(commits)
+            if commits:
+                self._commit(commits)
+                last_round = time.monotonic()
 
     @staticmethod
     def _run(future: Future, fn: Callable[..., Any], args: tuple) -> None:
@@ -216,20 +250,72 @@ class RunWriter:
 
 
 async def settled(future: "Future[T]") -> T:
-    """The future's result; a cancel of the awaiting task waits for the write to end, then is re-raised."""
-    wrapped = asyncio.wrap_future(future)
+    """The future's result; a cancel of the awaiting task waits for the write to end, then is re-raised. The
+    writes that end together (a group commit's) wake the event loop once (`LoopHandoff`), not once each."""
+    loop = asyncio.get_running_loop()
+    waiter = loop.create_future()
+
+    def copy(done: Future) -> None:
+        if waiter.done():
+            return
+        if done.cancelled():
+            waiter.cancel()
+        elif done.exception() is not None:
+            waiter.set_exception(done.exception())
+        else:
+            waiter.set_result(done.result())
+    future.add_done_callback(lambda done: LoopHandoff.of(loop).push(copy, done))
     cancelled = False
     while True:
         try:
-            result = await asyncio.shield(wrapped)
+            result = await asyncio.shield(waiter)
             break
         except asyncio.CancelledError:
-            if wrapped.done():
+            if waiter.done():
                 raise
             cancelled = True
     if cancelled:
         raise asyncio.CancelledError()
     return result
+
+
+class LoopHandoff:
+    """Callbacks handed from other threads to one event loop in batches: the first pushed while none waits wakes
+    the loop (`call_soon_threadsafe`), those pushed before it runs go along, in the order pushed."""
+
+    _by_loop: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopHandoff]" = weakref.WeakKeyDictionary()
+    _made = threading.Lock()
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop, self._lock, self._waiting = loop, threading.Lock(), []
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> "LoopHandoff":
+        handoff = cls._by_loop.get(loop)
+        if handoff is None:
+            with cls._made:
+                handoff = cls._by_loop.setdefault(loop, cls(loop))
+        return handoff
+
+    def push(self, fn: Callable[..., Any], *args: Any) -> None:
+        with self._lock:
+            first = not self._waiting
+            self._waiting.append((fn, args))
+        if first:
+            try:
+                self.loop.call_soon_threadsafe(self._run)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                with self._lock:
+                    self._waiting.clear()
+
+    def _run(self) -> None:
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        for fn, args in waiting:
+            try:
+                fn(*args)
+            except Exception as exc:  # one failing callback does not keep the others from their waiters
+                self.loop.call_exception_handler({"message": "LoopHandoff callback failed", "exception": exc})
 
 
 class WriterBlobStore(BlobStore):

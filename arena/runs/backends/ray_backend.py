@@ -36,7 +36,7 @@ from arena.runs.config import EndpointLimit, RunConfig
 from arena.runs.finishing import JUDGE_CACHE, Finished, Finisher, take_learned
 from arena.runs.limits import EndpointGate
 from arena.runs.workbench import EpisodeJob, Workbench
-from arena.store.calls import CALLS_FILE, TranscriptWriter
+from arena.store.calls import TranscriptWriter
 from arena.store.file_digests import remember, remembered, signature
 from arena.store.store import RunStore
 from arena.store.writer import RunWriter, settled
@@ -136,7 +136,7 @@ async def receive(store: RunStore, writer: RunWriter, agents: list[Any], finishe
         if stored != blob_id:
             raise RuntimeError(f"blob {blob_id} from {source} does not match its content ({stored})")
     if finished.calls:
-        writer.append_lines(store.dir / CALLS_FILE, finished.calls)
+        writer.append_lines(store.calls_path, finished.calls)
     if finished.cache:
         writer.append_lines(store.dir / JUDGE_CACHE, finished.cache)
     finished.calls, finished.cache = [], []

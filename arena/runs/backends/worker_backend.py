@@ -22,10 +22,12 @@ included, are kept by the driver's gate: a worker asks the driver for a slot of 
 after the request.
 
 Messages, all plain tuples over `multiprocessing` queues (the queues' own threads pickle and unpickle them):
-driver -> worker `("play", id, job_json, blobs, resend)` (resend: a fork's recorded request, or None; blobs: empty
-when the worker writes the run's blob store itself), `("cancel", id)`, `("granted", rid)`, `("stored", blob_ids)`
+driver -> worker `("play", [(id, job_json, blobs, resend), ...])` (the jobs queued in one pass of the driver's event
+loop; resend: a fork's recorded request, or None; blobs: empty when the worker writes the run's blob store itself;
+a job cancelled before it left is dropped from the list), `("cancel", id)`, `("granted", rid)`, `("stored", blob_ids)`
 (blobs of a finished episode, now in the run's store: the worker does not send them again), `None` (stop);
-worker -> driver `("ready", w, pid)`, `("failed", w, message)`, `("done", id, finished, blobs, cpu)` (what
+worker -> driver `("ready", w, pid)`, `("failed", w, message)`, `("done", [(id, finished, blobs), ...], cpu)`
+(the episodes the worker finished in one pass of its event loop, as one message; finished, blobs: what
 `play_finished` returns: the `arena.runs.finishing.Finished` episode, with its brief, its record and verdict lines,
 its call and judge-cache lines and what it learned when that changed, and the blobs it made, empty when it writes
 the run's blob store itself; cpu: the worker's CPU seconds since it was ready),
@@ -243,10 +245,19 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
     stored: set[str] = set()  # blob ids the driver has stored
     run_blobs = BlobStore(blobs_root) if blobs_root is not None else None
 
+    outbox: list[tuple] = []  # episodes finished in this pass of the event loop, sent as one message after it
+
+    def send_done() -> None:
+        if outbox:
+            results.put(("done", list(outbox), time.process_time() - ready_cpu))
+            outbox.clear()
+
     async def play(job_id: int, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None) -> None:
         try:
             played = await play_finished(bench, finisher, job_json, run_id, blobs, resend, stored, run_blobs)
-            results.put(("done", job_id, *played, time.process_time() - ready_cpu))
+            if not outbox:
+                loop.call_soon(send_done)
+            outbox.append((job_id, *played))
         except asyncio.CancelledError:
             pass
         except Exception as exc:
@@ -258,7 +269,8 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
         with startup_frozen():  # the workbench and modules stay out of full collections while the worker plays
             while (message := await inbox.get()) is not None:
                 if message[0] == "play":
-                    running[message[1]] = asyncio.ensure_future(play(*message[1:]))
+                    for job in message[1]:
+                        running[job[0]] = asyncio.ensure_future(play(*job))
                 elif message[0] == "cancel" and message[1] in running:
                     running[message[1]].cancel()
                 elif message[0] == "granted":
@@ -269,6 +281,7 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
         for task in running.values():
             task.cancel()
         await asyncio.gather(*running.values(), return_exceptions=True)
+        send_done()
         await finisher.aclose()
         await bench.aclose()
 
@@ -292,6 +305,7 @@ class WorkerBackend:
         self._load = [0] * len(self.procs)
         self._cpu = [0.0] * len(self.procs)  # each worker's CPU since it was ready, as last reported
         self._pending: dict[int, tuple[int, asyncio.Future]] = {}
+        self._outbox: list[list[tuple]] = [[] for _ in self.procs]  # jobs not sent yet, by worker
         self._ids = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reader: threading.Thread | None = None
@@ -369,10 +383,15 @@ class WorkerBackend:
 
     def _deliver(self, message: tuple) -> None:
         kind = message[0]
-        if kind in ("done", "error"):
+        if kind == "done":
+            for played in message[1]:
+                worker, future = self._pending.pop(played[0], (None, None))
+                if worker is not None:
+                    self._cpu[worker] = max(self._cpu[worker], message[2])
+                if future is not None and not future.done():
+                    future.set_result(played)
+        elif kind == "error":
             worker, future = self._pending.pop(message[1], (None, None))
-            if kind == "done" and worker is not None:
-                self._cpu[worker] = max(self._cpu[worker], message[-1])
             if future is not None and not future.done():
                 future.set_result(message)
         elif kind == "acquire":
@@ -407,20 +426,40 @@ class WorkerBackend:
         self._load[worker] += 1
         try:  # the worker counts as loaded until its blobs are confirmed, so a job sent to it comes after the ack
             try:
-                self.jobs[worker].put(("play", job_id, job.model_dump_json(), blobs, resend))
+                self._send_job(worker, (job_id, job.model_dump_json(), blobs, resend))
                 message = await future
             except asyncio.CancelledError:
                 self._pending.pop(job_id, None)
-                self.jobs[worker].put(("cancel", job_id))
+                self._cancel_job(worker, job_id)
                 raise
             if message[0] == "error":
                 raise WorkerError(f"worker process {worker} could not play episode {job.key}: {message[2]}")
-            finished = await receive(self.store, self.writer, self.agents, *message[2:-1], f"worker process {worker}")
-            if message[3] and worker not in self._exited:
-                self.jobs[worker].put(("stored", list(message[3])))
+            finished = await receive(self.store, self.writer, self.agents, *message[1:], f"worker process {worker}")
+            if message[2] and worker not in self._exited:
+                self.jobs[worker].put(("stored", list(message[2])))
             return finished
         finally:
             self._load[worker] -= 1
+
+    def _send_job(self, worker: int, job: tuple) -> None:
+        """Queue a job for `worker`; the jobs queued in one pass of the event loop leave as one message after it."""
+        outbox = self._outbox[worker]
+        if not outbox:
+            asyncio.get_running_loop().call_soon(self._send_jobs, worker)
+        outbox.append(job)
+
+    def _send_jobs(self, worker: int) -> None:
+        if self._outbox[worker]:
+            self.jobs[worker].put(("play", self._outbox[worker]))
+            self._outbox[worker] = []
+
+    def _cancel_job(self, worker: int, job_id: int) -> None:
+        """Cancel a job: dropped if it has not left yet, else cancelled in its worker."""
+        waiting = self._outbox[worker]
+        if any(job[0] == job_id for job in waiting):
+            self._outbox[worker] = [job for job in waiting if job[0] != job_id]
+        else:
+            self.jobs[worker].put(("cancel", job_id))
 
     def worker_cpu_seconds(self) -> float | None:
         return sum(self._cpu)

@@ -163,9 +163,12 @@ class RealServer:
                 if not server.rules.send_usage:
                     body.pop("usage", None)
                 if server.rules.down_after is not None and n >= server.rules.down_after:
+                    # stop listening before this reply leaves, so that the client's next request is refused however
+                    # late this machine schedules a thread (a thread started after the reply could lose that race
+                    # under load, and the next request was answered)
+                    server.go_down()
                     self.close_connection = True
                     self._send(200, body, {"Connection": "close"})
-                    threading.Thread(target=server.go_down, daemon=True).start()
                     return
                 self._send(200, body)
 
@@ -298,9 +301,10 @@ class RealServer:
         return _vllm(400, f"At most {n} image(s) may be provided in one prompt.")
 
     def go_down(self) -> None:
-        """Stop listening (an outage): later connections are refused."""
+        """Stop listening (an outage): later connections are refused. Callable from a request's handler thread
+        (the listening socket is closed directly: `server_close` would join the calling thread)."""
         self._server.shutdown()
-        self._server.server_close()
+        self._server.socket.close()
 
     @property
     def base_url(self) -> str:

@@ -397,6 +397,8 @@ class RunSession:
             self.stop_if(self.stops.observe(brief), outage_of_episode(brief))
         else:
             written = self.writer.commit(store.verdicts_path, store.append_verdict_lines, finished.verdicts)
+        # so is one the verdict brings (--fail-fast on judge errors, a judge endpoint refusing or unreachable)
+        self.stop_if(self.stops.observe_verdict(brief.verdict, self.judge_label), outage_of_verdict(brief.verdict))
         try:
             problem = await settled(written)
         except (OSError, ValueError) as exc:  # the other episodes go on; the exit status says so
@@ -411,7 +413,8 @@ class RunSession:
             self.save_learned()
         if finished.judge_failure is not None:
             raise JudgeFailure(finished.judge_failure)
-        self.judged(brief)
+        if self.progress:
+            self.progress(brief, brief.verdict)
 
     async def play(self, job: EpisodeJob, again: dict[str, Any] | None = None) -> Finished:
         assert self.backend is not None
@@ -461,13 +464,6 @@ class RunSession:
         brief = EpisodeBrief.of(episode)
         brief.verdict = verdict
         await self.record(Finished(brief, None, None, lines, self.finisher.learned()))
-
-    def judged(self, brief: EpisodeBrief) -> None:
-        """An episode is through (its verdict, or None when it was not judged): stop the run if that decides a stop
-        (--fail-fast on judge errors, a judge endpoint's outage), and report progress."""
-        self.stop_if(self.stops.observe_verdict(brief.verdict, self.judge_label), outage_of_verdict(brief.verdict))
-        if self.progress:
-            self.progress(brief, brief.verdict)
 
     # -- phase 4: summarise ----------------------------------------------------------------------------------
 

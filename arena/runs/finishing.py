@@ -75,10 +75,11 @@ def also_judges(tasks: Iterable[Any], judge: str) -> dict[str, list[str]]:
     return {t.id: [j for j in t.metadata.get("judges", []) if j != judge_for_task(t, AUTO)] for t in tasks}
 
 
-def run_judges(config: RunConfig, run_dir: Path, book: PromptBook | None = None) -> Judges:
-    """The run's judges as the config names them (judge, options, protocol, prompts file; cache in `run_dir`)."""
+def run_judges(config: RunConfig, run_dir: Path, book: PromptBook) -> Judges:
+    """The run's judges as the config names them (judge, options, protocol; the run's prompt book `book`, loaded
+    once from its prompts file by the workbench; cache in `run_dir`)."""
     return Judges(config.judge or AUTO, config.judge_options, Path(run_dir) / JUDGE_CACHE, config.protocol,
-                  prompts=book if book is not None else PromptBook.load(config.prompts))
+                  prompts=book)
 
 
 def spent_usage(episode: Episode) -> Usage:
@@ -113,8 +114,9 @@ class Finisher:
 
     @classmethod
     def for_bench(cls, config: RunConfig, bench: Any, gate: Any, run_dir: str | Path) -> "Finisher":
-        """A worker's finisher: the run's judges built from its config, the prices of its workbench's agents."""
-        judges = run_judges(config, Path(run_dir))
+        """A worker's finisher: the run's judges built from its config (with the prompt book its workbench loaded),
+        the prices of its workbench's agents."""
+        judges = run_judges(config, Path(run_dir), bench.prompts)
         return cls(judges, also_judges((t for _, t in bench.pairs), judges.name),
                    agent_prices(bench.agents, config.price), bench.agents, gate, keep_cache=True)
 

@@ -529,7 +529,7 @@ class RunSession:
 
 
 def _spent_usage_of_record(record: dict[str, Any]) -> Usage:
-    """`_spent_usage` of an episode record (parsed JSON), without building the Episode."""
+    """`arena.runs.finishing.spent_usage` of an episode record (parsed JSON), without building the Episode."""
     steps = own_steps(record.get("steps") or [], (record.get("meta") or {}).get("model_calls"))
     return sum((Usage.model_validate(s.get("usage") or {}) for s in steps), Usage())
 

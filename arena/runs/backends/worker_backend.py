@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from multiprocessing import forkserver
 from multiprocessing.context import BaseContext
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 from arena.core.blobs import BlobStore
 from arena.runs.allocator import keep_freed_memory, startup_frozen
@@ -135,6 +135,25 @@ class DriverState:
     def apply(self) -> None:
         os.environ.clear()
         os.environ.update(self.env)
+
+
+class PassBatch:
+    """Messages gathered during one pass of the event loop and sent as one after it: the first `add` of a pass
+    schedules `send(items)` (`call_soon`); `flush` sends what waits now. Used both ways: a worker's finished
+    episodes, the driver's jobs for one worker."""
+
+    def __init__(self, send: Callable[[list[tuple]], None]):
+        self.send, self.items = send, []
+
+    def add(self, item: tuple) -> None:
+        if not self.items:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.items.append(item)
+
+    def flush(self) -> None:
+        if self.items:
+            items, self.items = self.items, []
+            self.send(items)
 
 
 class DriverGate:
@@ -245,19 +264,13 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
     stored: set[str] = set()  # blob ids the driver has stored
     run_blobs = BlobStore(blobs_root) if blobs_root is not None else None
 
-    outbox: list[tuple] = []  # episodes finished in this pass of the event loop, sent as one message after it
-
-    def send_done() -> None:
-        if outbox:
-            results.put(("done", list(outbox), time.process_time() - ready_cpu))
-            outbox.clear()
+    # episodes finished in one pass of the event loop, sent as one message after it
+    outbox = PassBatch(lambda done: results.put(("done", done, time.process_time() - ready_cpu)))
 
     async def play(job_id: int, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None) -> None:
         try:
             played = await play_finished(bench, finisher, job_json, run_id, blobs, resend, stored, run_blobs)
-            if not outbox:
-                loop.call_soon(send_done)
-            outbox.append((job_id, *played))
+            outbox.add((job_id, *played))
         except asyncio.CancelledError:
             pass
         except Exception as exc:
@@ -281,7 +294,7 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
         for task in running.values():
             task.cancel()
         await asyncio.gather(*running.values(), return_exceptions=True)
-        send_done()
+        outbox.flush()
         await finisher.aclose()
         await bench.aclose()
 
@@ -305,7 +318,7 @@ class WorkerBackend:
         self._load = [0] * len(self.procs)
         self._cpu = [0.0] * len(self.procs)  # each worker's CPU since it was ready, as last reported
         self._pending: dict[int, tuple[int, asyncio.Future]] = {}
-        self._outbox: list[list[tuple]] = [[] for _ in self.procs]  # jobs not sent yet, by worker
+        self._outbox = [PassBatch(lambda jobs, q=q: q.put(("play", jobs))) for q in self.jobs]  # jobs not sent yet
         self._ids = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reader: threading.Thread | None = None
@@ -426,7 +439,7 @@ class WorkerBackend:
         self._load[worker] += 1
         try:  # the worker counts as loaded until its blobs are confirmed, so a job sent to it comes after the ack
             try:
-                self._send_job(worker, (job_id, job.model_dump_json(), blobs, resend))
+                self._outbox[worker].add((job_id, job.model_dump_json(), blobs, resend))
                 message = await future
             except asyncio.CancelledError:
                 self._pending.pop(job_id, None)
@@ -441,23 +454,11 @@ class WorkerBackend:
         finally:
             self._load[worker] -= 1
 
-    def _send_job(self, worker: int, job: tuple) -> None:
-        """Queue a job for `worker`; the jobs queued in one pass of the event loop leave as one message after it."""
-        outbox = self._outbox[worker]
-        if not outbox:
-            asyncio.get_running_loop().call_soon(self._send_jobs, worker)
-        outbox.append(job)
-
-    def _send_jobs(self, worker: int) -> None:
-        if self._outbox[worker]:
-            self.jobs[worker].put(("play", self._outbox[worker]))
-            self._outbox[worker] = []
-
     def _cancel_job(self, worker: int, job_id: int) -> None:
         """Cancel a job: dropped if it has not left yet, else cancelled in its worker."""
         waiting = self._outbox[worker]
-        if any(job[0] == job_id for job in waiting):
-            self._outbox[worker] = [job for job in waiting if job[0] != job_id]
+        if any(job[0] == job_id for job in waiting.items):
+            waiting.items = [job for job in waiting.items if job[0] != job_id]
         else:
             self.jobs[worker].put(("cancel", job_id))
 

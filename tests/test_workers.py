@@ -22,6 +22,7 @@ from arena.runs.config import AgentChoice, RunConfig
 from arena.runs.fork import fork_config
 from arena.review.rundata import load_run
 from arena.runs.runner import run
+from arena.store.run_index import EpisodeIndex
 from arena.store.store import RunStore
 from arena.runs.backends.worker_backend import WorkerBackend, WorkerError, worker_main
 from tests.support.openai_server import OpenAIStub, Reply
@@ -356,3 +357,36 @@ def test_workers_finish_their_episodes_and_the_driver_parses_and_judges_none(
     costs = {e.key: e.meta.get("cost") for e in spread.episodes}
     assert costs == {e.key: e.meta.get("cost") for e in local.episodes}
 
+
+
+def test_workers_append_their_own_records_and_the_driver_writes_none(
+        tiny_data: Path, tmp_path: Path, monkeypatch) -> None:
+    """Issue 29: each worker appends the records of the episodes it finished (episode line, index entry, verdicts,
+    calls.jsonl and judge-cache lines) under the run's append lock, and sends the driver a brief once they are on
+    disk: in the driver no record is appended while the run plays, yet the run directory holds what the asyncio
+    backend writes, and every reader reads it as before (the index, the frame, the summary)."""
+    from arena.core.jsonl import Appender
+    from arena.store.shared_appends import SharedAppends
+    from tests.support.qwen_script import respond
+    from tests.test_openai_run import config_for
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("a record appended in the driver")
+
+    with OpenAIStub(respond) as server:
+        local = run(config_for(server, tiny_data, tmp_path / "logs", max_rounds=[10], run_id="local"))
+        with monkeypatch.context() as patched:
+            for cls, name in ((Appender, "append"), (SharedAppends, "append"), (SharedAppends, "append_episode")):
+                patched.setattr(cls, name, refuse)
+            spread = run(config_for(server, tiny_data, tmp_path / "logs", max_rounds=[10], run_id="workers",
+                                    workers=2))
+    assert not spread.unwritten and spread.stopped is None
+    assert_same_run(spread, local)
+    store = RunStore(spread.run_dir)
+    assert store.index(persist=False).entries == EpisodeIndex.rebuild(store.episodes_path, persist=False).entries
+    assert {(v.key, v.correct) for v in spread.verdicts} == {(v.key, v.correct) for v in local.verdicts}
+    assert len(read_calls(spread.run_dir, spread.episodes[0].key)) == len(read_calls(local.run_dir,
+                                                                                   local.episodes[0].key))
+    figures = ("episodes", "correct", "finish_reasons", "avg_rounds", "avg_tool_calls", "avg_prompt_tokens")
+    assert [{k: g[k] for k in figures} for g in json.loads(store.summary_path.read_text())["groups"]] == \
+        [{k: g[k] for k in figures} for g in json.loads(RunStore(local.run_dir).summary_path.read_text())["groups"]]

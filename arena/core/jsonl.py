@@ -11,25 +11,27 @@ from pathlib import Path
 from typing import BinaryIO, Callable
 
 
-def _cut_torn_tail(fh: BinaryIO, size: int) -> int:
-    """Truncate an open file (read+write) after its last newline; returns bytes removed."""
-    if size == 0:
-        return 0
-    fh.seek(size - 1)
-    if fh.read(1) == b"\n":
+def cut_torn_tail(fd: int, size: int) -> int:
+    """Truncate a file open for writing (descriptor `fd`, `size` bytes) after its last newline; returns bytes
+    removed."""
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
         return 0
     block = min(size, 1 << 20)
     pos, keep = size, 0
     while pos > 0:
         start = max(0, pos - block)
-        fh.seek(start)
-        cut = fh.read(pos - start).rfind(b"\n")
+        cut = os.pread(fd, pos - start, start).rfind(b"\n")
         if cut != -1:
             keep = start + cut + 1
             break
         pos = start
-    fh.truncate(keep)
+    os.ftruncate(fd, keep)
     return size - keep
+
+
+def _cut_torn_tail(fh: BinaryIO, size: int) -> int:
+    """`cut_torn_tail` of a file object just opened (nothing buffered)."""
+    return cut_torn_tail(fh.fileno(), size)
 
 
 def repair_torn_tail(path: Path) -> int:

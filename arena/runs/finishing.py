@@ -22,6 +22,8 @@ prefix; `judge` alone for a resumed run's unjudged episodes), so the driver has 
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -33,7 +35,9 @@ from arena.endpoints.client import learned_params, restore_params
 from arena.judges.metrics import AUTO, ERRORED, judge_for, judge_for_task
 from arena.core.prompt_book import PromptBook
 from arena.store.run_index import Entry, entry_of
-from arena.store.store import episode_line, verdict_line
+from arena.store.shared_appends import SharedAppends
+from arena.store.store import Appended, RunStore, episode_line, verdict_line
+from arena.store.writer import RunWriter, settled
 
 from .briefs import EpisodeBrief, VerdictBrief, own_steps
 from .config import RunConfig
@@ -65,6 +69,78 @@ class Finished:
     """A judge raised instead of returning a verdict (a bug, not a server's error, which a verdict records): the
     episode is recorded unjudged all the same (nothing finished is lost), then the run fails with this message;
     `arena resume` judges it."""
+    judged_only: bool = False
+    """An episode already in the store, only judged now: `verdicts` are its new lines, there is no `line`."""
+    landed: bool = False
+    """Its records are on disk (`landed`): `stored` and `unwritten` say how it went; nothing is left to write."""
+    stored: tuple[int, int] | None = None
+    """Where its line lies in episodes.jsonl (offset, length), once landed (None: it could not be written)."""
+    unwritten: str | None = None
+    """Once landed: what could not be written (`episode KEY: error`, or `verdict of episode KEY: error`)."""
+
+    def line_bytes(self, store: RunStore) -> bytes:
+        """Its episodes.jsonl line: the bytes it carries, else read where it landed."""
+        if self.line is not None:
+            return self.line
+        if self.stored is None:
+            raise RuntimeError(f"episode {self.brief.key} was not written: {self.unwritten}")
+        return store.read_line(*self.stored)
+
+
+def submit(writer: RunWriter, store: RunStore, finished: Finished) -> "Future[Appended | None]":
+    """Queue a finished episode's records in the run writer: its calls.jsonl and judge-cache lines (appended, fsynced
+    before the commit), then its line and verdict lines (one group commit, the episode first; a judged-only episode:
+    its verdict lines). The future completes once they are on disk (`landed`)."""
+    if finished.calls:
+        writer.append_lines(store.calls_path, finished.calls)
+    if finished.cache:
+        writer.append_lines(store.dir / JUDGE_CACHE, finished.cache)
+    if finished.judged_only:
+        return writer.commit(store.verdicts_path, store.append_verdict_lines, finished.verdicts)
+    paths = (store.episodes_path, store.verdicts_path) if finished.verdicts else store.episodes_path
+    return writer.commit(paths, store.append_finished, finished.line, finished.entry, finished.verdicts)
+
+
+async def landed(written: "Future[Appended | None]", finished: Finished) -> Finished:
+    """`finished` once the write `submit` queued has ended: `landed`, with `stored` and `unwritten` set and the
+    lines it no longer needs dropped (its own `line` is kept). A failed write is reported, never raised: the other
+    episodes go on and the run's exit status says so."""
+    key = finished.brief.key
+    try:
+        appended = await settled(written)
+    except (OSError, ValueError) as exc:
+        appended = None
+        what = "verdict of episode" if finished.judged_only else "episode"
+        finished.unwritten = f"{what} {key}: {type(exc).__name__}: {exc}"
+    if appended is not None:
+        finished.stored = (appended.offset, len(finished.line or b""))
+        if appended.problem:
+            finished.unwritten = f"verdict of episode {key}: {appended.problem}"
+    finished.landed = True
+    finished.entry, finished.verdicts, finished.calls, finished.cache = None, [], [], []
+    return finished
+
+
+class RunAppender:
+    """A worker's own appends to the run directory it plays for (shared with the driver's filesystem): the episodes
+    it finished, recorded by its own run writer (group commit, its own fsyncs) under the run's append lock
+    (`arena.store.shared_appends`), so that the driver writes nothing for them. Used from the worker's event loop."""
+
+    def __init__(self, run_dir: str | Path, name: str = "arena-worker-writer"):
+        self.writer = RunWriter(name, files=SharedAppends(run_dir))
+        self.store = RunStore(run_dir)
+        self.store.use_appender(self.writer.files)
+
+    async def record(self, finished: Finished) -> Finished:
+        """Append the episode's records and wait until they are on disk; returns it `landed`, without its line (the
+        driver reads only its brief, and `stored` if it needs the line)."""
+        finished = await landed(submit(self.writer, self.store, finished), finished)
+        finished.line = None
+        return finished
+
+    async def aclose(self) -> None:
+        """Flush and stop the writer."""
+        await asyncio.to_thread(self.writer.close)
 
 
 def also_judges(tasks: Iterable[Any], judge: str) -> dict[str, list[str]]:

@@ -40,14 +40,15 @@ from arena.judges.run_summary import summarize_scan
 from arena.store.lock import RunLock
 from arena.store.run_index import scan_lines
 from arena.store.scan import RunScan, model_call_counts_scan, scan_run
+from arena.store.shared_appends import SharedAppends
 from arena.store.store import RunStore
-from arena.store.writer import RunWriter, settled
+from arena.store.writer import RunWriter
 
 from .allocator import keep_freed_memory, startup_frozen
-from .backends import Backend, make_backend, prepare_workers
+from .backends import Backend, appends_in_workers, make_backend, prepare_workers
 from .briefs import EpisodeBrief, VerdictBrief, own_steps
 from .config import RunConfig, slug
-from .finishing import Finished, Finisher, JudgeFailure, also_judges, run_judges
+from .finishing import Finished, Finisher, JudgeFailure, also_judges, landed, run_judges, submit
 from .fork import fork_prefix
 from .harness_cost import HarnessMeter
 from .judging import Judges
@@ -264,7 +265,8 @@ class RunSession:
                  progress: Callable[[EpisodeBrief, VerdictBrief | None], None] | None):
         self.config, self.bench, self.store, self.judges, self.also = config, bench, store, judges, also
         self.run_id, self.progress = run_id, progress
-        self.writer = RunWriter()
+        # where workers append their own records, this process's appends take the run's append lock too
+        self.writer = RunWriter(files=SharedAppends(store.dir) if appends_in_workers(config) else None)
         self.backend: Backend | None = None
         self.judge_name = config.judge or AUTO
         self.judge_label = endpoint_label(config.judge_options)
@@ -385,29 +387,23 @@ class RunSession:
             self.store.update_info({"learned_params": dict(self.params)})
 
     async def record(self, finished: Finished) -> None:
-        """Commit a finished episode's line and its verdict lines (one group commit, the episode first; a
-        judged-only episode: its verdict lines), decide the stops it brings, take what it taught into run.json and
-        report it. Nothing of it is parsed: the brief says what the bookkeeping needs."""
-        brief, store = finished.brief, self.store
-        if finished.line is not None:
-            paths = (store.episodes_path, store.verdicts_path) if finished.verdicts else store.episodes_path
-            written = self.writer.commit(paths, store.append_finished, finished.line, finished.entry,
-                                         finished.verdicts)
-            # a stop is decided at once, so that no other request leaves while the line is being fsynced
+        """Commit a finished episode's records (`arena.runs.finishing.submit`: the episode line and its verdict lines
+        in one group commit; a judged-only episode: its verdict lines) unless they landed already where it was
+        finished (a worker process appends its own), decide the stops it brings, take what it taught into run.json
+        and report it. Nothing of it is parsed: the brief says what the bookkeeping needs."""
+        brief = finished.brief
+        written = None if finished.landed else submit(self.writer, self.store, finished)
+        # a stop is decided at once, so that no other request leaves while the line is being fsynced
+        if not finished.judged_only:
             self.stop_if(self.stops.observe(brief), outage_of_episode(brief))
-        else:
-            written = self.writer.commit(store.verdicts_path, store.append_verdict_lines, finished.verdicts)
         # so is one the verdict brings (--fail-fast on judge errors, a judge endpoint refusing or unreachable)
         self.stop_if(self.stops.observe_verdict(brief.verdict, self.judge_label), outage_of_verdict(brief.verdict))
-        try:
-            problem = await settled(written)
-        except (OSError, ValueError) as exc:  # the other episodes go on; the exit status says so
-            if finished.line is not None:
-                self.unwritten.append(f"episode {brief.key}: {type(exc).__name__}: {exc}")
+        if written is not None:
+            finished = await landed(written, finished)
+        if finished.unwritten:  # the other episodes go on; the exit status says so
+            self.unwritten.append(finished.unwritten)
+            if finished.stored is None and not finished.judged_only:
                 return
-            problem = f"{type(exc).__name__}: {exc}"
-        if problem:
-            self.unwritten.append(f"verdict of episode {brief.key}: {problem}")
             brief.verdict = None
         if finished.learned is not None:
             self.save_learned()
@@ -455,7 +451,7 @@ class RunSession:
         if head.key in done:
             source = self.store.read_episode(done[head.key])
         else:  # the prefix its budgets share, read from its line (the one place the driver parses an episode)
-            source = Episode.model_validate_json((await self.play(head.job())).line or b"")
+            source = Episode.model_validate_json((await self.play(head.job())).line_bytes(self.store))
         await asyncio.gather(*(self.derive_cell(source, cell) for cell in todo))
 
     async def rejudge(self, episode: Episode) -> None:
@@ -463,7 +459,7 @@ class RunSession:
             verdict, lines = await self.finisher.judge(episode, self.store.blobs, self.calls, self.verdicts_done)
         brief = EpisodeBrief.of(episode)
         brief.verdict = verdict
-        await self.record(Finished(brief, None, None, lines, self.finisher.learned()))
+        await self.record(Finished(brief, None, None, lines, self.finisher.learned(), judged_only=True))
 
     # -- phase 4: summarise ----------------------------------------------------------------------------------
 

@@ -37,8 +37,8 @@ class TaskJudge:
 def reader_index(store: RunStore) -> EpisodeIndex:
     """The store's episode index for a reader: repairs are written only when the run's lock is free. Loaded
     once per store (kept as the store's index: the viewer, the summary and lookups share it)."""
-    if store._index is not None:
-        return store._index
+    if (held := store.held_index()) is not None:
+        return held
     try:
         with RunLock(store.dir, "index update"):
             store._index = EpisodeIndex.load(store.episodes_path, persist=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator, TypeVar
+from typing import Any, Iterator, NamedTuple, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -34,6 +34,7 @@ from .calls import CALLS_FILE
 from .records import FORMAT_VERSION, RunInfo, RunSummary
 from .reduce import record_line
 from .run_index import Entry, EpisodeIndex, entry_of, scan_lines
+from .shared_appends import SharedAppends
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -75,6 +76,14 @@ def verdict_line(verdict: Verdict) -> bytes:
     return record_line(verdict).encode()
 
 
+class Appended(NamedTuple):
+    """Where an episode line went (its offset in episodes.jsonl) and why its verdict lines could not follow it
+    (None: they did)."""
+
+    offset: int
+    problem: str | None
+
+
 class RunStore:
     def __init__(self, run_dir: str | Path):
         self.dir = Path(run_dir)
@@ -85,15 +94,21 @@ class RunStore:
         self.summary_path = self.dir / "summary.json"
         self.blobs = BlobStore(self.dir / "blobs")
         self._index: EpisodeIndex | None = None
+        self._shared: SharedAppends | None = None
         self.append_line = append_line
         """How record lines (and index entries) are appended: `arena.core.jsonl.append_line`, or through the run
         writer's held-open files (`use_appender`)."""
 
-    def use_appender(self, appender: Appender) -> None:
+    def use_appender(self, appender: Appender | SharedAppends) -> None:
         """Append records and index entries through `appender` (a run writer's `files`, used only on its thread:
-        every append of this store must then be made there)."""
+        every append of this store must then be made there). With `SharedAppends` (other processes append to the
+        run too) an episode's line and index entry are appended together under its lock, and the index this store
+        holds is dropped (it is read again when next asked for)."""
         self.append_line = appender.line_writer()
-        if self._index is not None:
+        self._shared = appender if isinstance(appender, SharedAppends) else None
+        if self._shared is not None:
+            self._index = None
+        elif self._index is not None:
             self._index.append_line = self.append_line
 
     def exists(self) -> bool:
@@ -133,11 +148,17 @@ class RunStore:
     def index(self, persist: bool = True) -> EpisodeIndex:
         """The episode index, checked against episodes.jsonl when first asked for (see `arena.store.run_index`).
 
-        Writers (holding the run's lock) persist its repairs; readers pass `persist=False`."""
-        if self._index is None or (persist and not self._index.persist):
+        Writers (holding the run's lock) persist its repairs; readers pass `persist=False`. Where other processes
+        append to the run (`use_appender` with `SharedAppends`), it is read again each time it is asked for."""
+        if self._index is None or (persist and not self._index.persist) or self._shared is not None:
             self._index = EpisodeIndex.load(self.episodes_path, persist)
             self._index.append_line = self.append_line
         return self._index
+
+    def held_index(self) -> EpisodeIndex | None:
+        """The index this store has loaded, while it is current (None: not loaded, or other processes append to the
+        run, `use_appender` with `SharedAppends`)."""
+        return self._index if self._shared is None else None
 
     def append_episode(self, episode: Episode, fsync: bool = True) -> None:
         """Append the episode's line (fsynced unless `fsync` is off: the run writer's group commit fsyncs it) and
@@ -145,30 +166,39 @@ class RunStore:
         line = episode_line(episode)
         self.append_episode_line(line, entry_of(line, 0), fsync)
 
-    def append_episode_line(self, line: bytes, entry: Entry, fsync: bool = True) -> None:
+    def append_episode_line(self, line: bytes, entry: Entry, fsync: bool = True) -> int:
         """Append an episode line made by `episode_line` (here or in a worker process), with its index entry as
-        `entry_of(line, offset)` gives it for any offset: the line is not parsed again, only the entry's offset set."""
+        `entry_of(line, offset)` gives it for any offset: the line is not parsed again, only the entry's offset set.
+        Returns the line's offset."""
+        if self._shared is not None:
+            self._index = None
+            return self._shared.append_episode(line, entry, fsync)
         index = self.index()
         offset = self.append_line(self.episodes_path, line, fsync=fsync)
         index.add(entry._replace(offset=offset))
+        return offset
 
-    def append_finished(self, line: bytes, entry: Entry, verdicts: list[bytes], fsync: bool = True) -> str | None:
+    def append_finished(self, line: bytes, entry: Entry, verdicts: list[bytes], fsync: bool = True) -> Appended:
         """An episode line (`append_episode_line`), then its verdict lines (`verdict_line`), in that order; returns
-        why the verdict lines could not be written (None: they were), the episode being written by then. Raises
-        when the episode's own line could not be written (nothing else is)."""
-        self.append_episode_line(line, entry, fsync)
+        the line's offset and why the verdict lines could not be written (None: they were), the episode being
+        written by then. Raises when the episode's own line could not be written (nothing else is)."""
+        offset = self.append_episode_line(line, entry, fsync)
         try:
             for verdict in verdicts:
                 self.append_line(self.verdicts_path, verdict, fsync=fsync)
         except (OSError, ValueError) as exc:
-            return f"{type(exc).__name__}: {exc}"
-        return None
+            return Appended(offset, f"{type(exc).__name__}: {exc}")
+        return Appended(offset, None)
+
+    def read_line(self, offset: int, length: int) -> bytes:
+        """The `length` bytes of episodes.jsonl at `offset` (a record's line)."""
+        with self.episodes_path.open("rb") as fh:
+            fh.seek(offset)
+            return fh.read(length)
 
     def read_episode(self, entry: Entry) -> Episode:
         """The episode record an index entry points at."""
-        with self.episodes_path.open("rb") as fh:
-            fh.seek(entry.offset)
-            line = fh.read(entry.length)
+        line = self.read_line(entry.offset, entry.length)
         try:
             return Episode.model_validate_json(line)
         except ValidationError as exc:

@@ -21,7 +21,8 @@ Contract:
   throughput: only the moment the episode counts as written.
 - Torn tails stay safe: appends go through `arena.core.jsonl.Appender` (files held open by the writer thread; the
   run store's appends too, `RunStore.use_appender`), which cuts a torn tail when it opens a file and after a
-  failed write.
+  failed write; or, when worker processes append to the run too, through `arena.store.shared_appends.SharedAppends`
+  (each append under the run's append lock, a torn tail cut whoever left it).
 - `settled` awaits a write to its end even if the awaiting task is cancelled meanwhile (a run stopped by
   --fail-fast or --max-cost cancels episodes; a finished one must still reach the disk), then re-raises the cancel.
   The writes that end together (a group commit's) wake the awaiting event loop once (`LoopHandoff`).
@@ -46,6 +47,7 @@ from arena.core.jsonl import Appender
 
 from .calls import TranscriptWriter
 from .file_digests import put_task_file, remembered
+from .shared_appends import SharedAppends
 
 T = TypeVar("T")
 
@@ -61,13 +63,16 @@ WRITE, APPEND, COMMIT = "write", "append", "commit"
 class RunWriter:
     """A thread with a queue doing the run's file writes (see the module docstring)."""
 
-    def __init__(self, name: str = "arena-run-writer"):
+    def __init__(self, name: str = "arena-run-writer", files: Appender | SharedAppends | None = None):
+        """`files`: how this thread appends (default: an `Appender`, the run's only appender; `SharedAppends`
+        when other processes append to the run too)."""
         self._queue: queue.SimpleQueue[tuple[Future, Callable[..., Any], tuple, str, Any] | None] = \
             queue.SimpleQueue()
         self._unsynced: set[Path] = set()
-        self.files = Appender()
-        """The files this thread appends to, held open (`arena.core.jsonl.Appender`): used by the writer's own
-        appends and by the run store's (`RunStore.use_appender`); only ever touched on the writer's thread."""
+        self.files = files if files is not None else Appender()
+        """The files this thread appends to, held open (`arena.core.jsonl.Appender`, or `SharedAppends`): used by the
+        writer's own appends and by the run store's (`RunStore.use_appender`); only ever touched on the writer's
+        thread."""
         self.problems: list[str] = []
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()

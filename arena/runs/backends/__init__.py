@@ -4,11 +4,12 @@
 - `worker_backend.WorkerBackend`: local worker processes (`--workers N`);
 - `ray_backend.RayBackend`: Ray workers (`--backend ray`).
 
-Whichever plays, only the driver writes the run's records: a backend returns the episode finished where it was
-played (`arena.runs.finishing.Finished`: its record and verdicts as bytes, its brief; its calls.jsonl and judge-cache
-lines already handed to the run writer; its blobs written into the run's blob store, by the worker itself where it
-shares the driver's filesystem), and the runner appends the bytes. `make_backend` picks one from the run's
-configuration.
+A backend returns the episode finished where it was played (`arena.runs.finishing.Finished`, with its brief). Where
+the player shares the run directory's filesystem (worker processes; Ray workers of a local instance), it appends and
+fsyncs the episode's records itself (`arena.store.shared_appends.SharedAppends`, its own group commit) and returns
+the episode `landed`: the driver writes nothing for it. Else (Ray workers on other machines) the records come back
+as bytes (its calls.jsonl and judge-cache lines handed to the run writer, its blobs written into the run's blob
+store) and the runner appends them. `make_backend` picks one from the run's configuration.
 """
 
 from __future__ import annotations
@@ -55,6 +56,14 @@ class Backend(Protocol):
         ...
 
 
+def appends_in_workers(config: RunConfig) -> bool:
+    """Whether the run's workers append its records themselves (worker processes, or Ray workers of a local Ray
+    instance: they share the run directory), so that every append of the run must take its append lock."""
+    if config.backend == "ray":
+        return not config.ray_address
+    return bool(config.workers)
+
+
 def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunStore, writer: RunWriter,
                  finisher: Finisher, calls: Any = None) -> Backend:
     """The backend the configuration asks for: Ray (`backend: ray`), worker processes (`workers`, each finishing
@@ -70,4 +79,4 @@ def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunSto
     return LocalBackend(bench, run_id, store, writer, finisher, calls)
 
 
-__all__ = ["Backend", "Gate", "LocalBackend", "RayBackend", "WorkerBackend", "make_backend", "prepare_workers"]
+__all__ = ["Backend", "Gate", "appends_in_workers", "LocalBackend", "RayBackend", "WorkerBackend", "make_backend", "prepare_workers"]

@@ -1,4 +1,4 @@
-"""The Ray backend: episodes fanned out to Ray actors, the run store written by the driver alone.
+"""The Ray backend: episodes fanned out to Ray actors.
 
 Each worker (`EpisodeWorker`, an async actor playing several episodes at once) builds
 its own `Workbench` from the run's config JSON, so datasets and worlds must be
@@ -12,8 +12,9 @@ fork's recorded request (the `resend` the runner gives `play`), which
 the worker sends again as the asyncio backend would. The local worker processes of
 `--workers` (`arena.runs.backends.worker_backend`) use the same functions. Per-endpoint limits are enforced
 across all workers by one gate actor. On a local Ray instance (no `ray_address`: the actors run on this machine and
-share its filesystem) the actors read and write the run's blob store themselves, as local worker processes do, and no
-blob travels; on a cluster they travel as described above.
+share its filesystem) the actors read and write the run's blob store themselves and append their episodes' records
+to the run (`arena.runs.finishing.RunAppender`), as local worker processes do: no blob and no record travels, the
+driver reads the brief alone; on a cluster they travel as described above.
 
 `ray_address=None` starts a local Ray instance (`ray.init()`) for the run and stops it
 afterwards; an address (`auto`, `ray://host:10001`, `host:6379`) joins an existing
@@ -33,7 +34,7 @@ from arena.core.blobs import BlobStore, content_id, file_ext
 from arena.endpoints import transcript
 from arena.runs.allocator import keep_freed_memory
 from arena.runs.config import EndpointLimit, RunConfig
-from arena.runs.finishing import JUDGE_CACHE, Finished, Finisher, take_learned
+from arena.runs.finishing import JUDGE_CACHE, Finished, Finisher, RunAppender, take_learned
 from arena.runs.limits import EndpointGate
 from arena.runs.workbench import EpisodeJob, Workbench
 from arena.store.calls import TranscriptWriter
@@ -197,6 +198,8 @@ class EpisodeWorker:
         self.bench = Workbench(config, gate=RemoteGate(gate, config.endpoint_limits) if gate is not None else None)
         apply_learned(self.bench.agents, learned)
         self.finisher = Finisher.for_bench(config, self.bench, self.bench.gate, run_dir)
+        # sharing the run directory, the actor appends its episodes' records itself
+        self.appender = RunAppender(run_dir) if blobs_root is not None else None
         self.ready_cpu = time.process_time()
 
     async def ready(self) -> int:
@@ -205,11 +208,15 @@ class EpisodeWorker:
     async def play(self, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None = None
                    ) -> tuple[Finished, dict[str, bytes], float]:
         """What `play_finished` returns, and the actor's CPU seconds since it was built."""
-        played = await play_finished(self.bench, self.finisher, job_json, self.run_id, blobs, resend,
-                                     run_blobs=self.run_blobs)
-        return (*played, time.process_time() - self.ready_cpu)
+        finished, new = await play_finished(self.bench, self.finisher, job_json, self.run_id, blobs, resend,
+                                            run_blobs=self.run_blobs)
+        if self.appender is not None:
+            finished = await self.appender.record(finished)
+        return finished, new, time.process_time() - self.ready_cpu
 
     async def close(self) -> None:
+        if self.appender is not None:
+            await self.appender.aclose()
         await self.finisher.aclose()
         await self.bench.aclose()
 

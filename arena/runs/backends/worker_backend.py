@@ -1,5 +1,5 @@
-"""Worker processes on one machine (`--workers N`): episodes played and finished in N processes, the run store
-written by the driver alone, from bytes it does not parse.
+"""Worker processes on one machine (`--workers N`): episodes played, finished and recorded in N processes, the
+driver reading a brief of each.
 
 Each worker is a process with its own event loop and its own `Workbench`, built from the run's config JSON (as a Ray
 worker is). Workers are forked from a fork server that has imported the arena once (`worker_context`:
@@ -10,10 +10,11 @@ driver's environment as it is when the worker starts (`DriverState`), as a spawn
 gives it the driver's `sys.path` and working directory). The driver sends it jobs; the worker plays several at once
 and finishes each episode itself (`arena.runs.finishing.Finisher`, with judges of its own built from the run's
 config: cost, the episode's line and index entry, judging, the verdict lines; `play_finished` in
-`arena.runs.backends.ray_backend`), then sends back those bytes with the episode's brief, its calls.jsonl lines
-(agent and judge calls) and judge-cache lines. The driver appends the lines through the run writer
-(`arena.runs.backends.ray_backend.receive`), then the runner commits the episode line and its verdict lines as they
-are and reads only the brief (stops, harness meter, progress). Blobs (task images, crops) never travel: a worker
+`arena.runs.backends.ray_backend`), then appends them to the run itself with its calls.jsonl lines (agent and
+judge calls) and judge-cache lines (`arena.runs.finishing.RunAppender`: its own run writer, group commit and
+fsyncs, every append under the run's append lock, `arena.store.shared_appends`), and only once they are on disk sends
+the driver the episode's brief (`landed`; with `stored`, where its line lies). The driver appends nothing for it
+and reads only the brief (stops, harness meter, progress). Blobs (task images, crops) never travel: a worker
 reads and writes them in the run's blob store itself (content-addressed, each written atomically under the hash of
 its bytes, so two processes writing one blob is safe), before it reports the episode. Resume (re-judging a resumed
 run's unjudged episodes included), progress and stops stay in the driver. A job whose awaiting task is cancelled (a
@@ -27,10 +28,10 @@ loop; resend: a fork's recorded request, or None; blobs: empty when the worker w
 a job cancelled before it left is dropped from the list), `("cancel", id)`, `("granted", rid)`, `("stored", blob_ids)`
 (blobs of a finished episode, now in the run's store: the worker does not send them again), `None` (stop);
 worker -> driver `("ready", w, pid)`, `("failed", w, message)`, `("done", [(id, finished, blobs), ...], cpu)`
-(the episodes the worker finished in one pass of its event loop, as one message; finished, blobs: what
-`play_finished` returns: the `arena.runs.finishing.Finished` episode, with its brief, its record and verdict lines,
-its call and judge-cache lines and what it learned when that changed, and the blobs it made, empty when it writes
-the run's blob store itself; cpu: the worker's CPU seconds since it was ready),
+(the episodes whose records reached the disk in one pass of the worker's event loop, as one message; finished:
+the `arena.runs.finishing.Finished` episode, landed, with its brief, where its line lies and what it learned when
+that changed; blobs: empty, the worker writes the run's blob store itself; cpu: the worker's CPU seconds since it
+was ready),
 `("error", id, message)`, `("acquire", w, rid, endpoint)`, `("release", endpoint)`.
 A worker that dies fails the jobs it held, with its exit code; a worker whose driver died stops by itself.
 """
@@ -57,7 +58,7 @@ from typing import Any, AsyncIterator, Callable
 from arena.core.blobs import BlobStore
 from arena.runs.allocator import keep_freed_memory, startup_frozen
 from arena.runs.config import RunConfig
-from arena.runs.finishing import Finished, Finisher
+from arena.runs.finishing import Finished, Finisher, RunAppender
 from arena.runs.limits import EndpointGate
 from arena.runs.workbench import EpisodeJob, Workbench
 from arena.store.store import RunStore
@@ -240,8 +241,9 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
     gate = DriverGate(EndpointGate(config.endpoint_limits), results, worker)
     bench = Workbench(config, gate=gate)
     apply_learned(bench.agents, learned)
-    finisher = Finisher.for_bench(config, bench, gate,
-                                  run_dir or (str(Path(blobs_root).parent) if blobs_root else "."))
+    run_dir = run_dir or (str(Path(blobs_root).parent) if blobs_root else None)
+    finisher = Finisher.for_bench(config, bench, gate, run_dir or ".")
+    appender = RunAppender(run_dir) if blobs_root is not None and run_dir is not None else None
     inbox: asyncio.Queue = asyncio.Queue()
 
     driver = watch or DriverWatch(None)
@@ -269,8 +271,10 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
 
     async def play(job_id: int, job_json: str, blobs: dict[str, bytes], resend: dict[str, Any] | None) -> None:
         try:
-            played = await play_finished(bench, finisher, job_json, run_id, blobs, resend, stored, run_blobs)
-            outbox.add((job_id, *played))
+            finished, new = await play_finished(bench, finisher, job_json, run_id, blobs, resend, stored, run_blobs)
+            if appender is not None:  # its records appended here: the driver reads its brief alone
+                finished = await appender.record(finished)
+            outbox.add((job_id, finished, new))
         except asyncio.CancelledError:
             pass
         except Exception as exc:
@@ -295,6 +299,8 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
             task.cancel()
         await asyncio.gather(*running.values(), return_exceptions=True)
         outbox.flush()
+        if appender is not None:
+            await appender.aclose()
         await finisher.aclose()
         await bench.aclose()
 

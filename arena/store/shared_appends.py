@@ -1,0 +1,158 @@
+"""Appends to one run's JSON-lines files by several processes at once: the driver and its worker processes.
+
+With `--workers N` each worker appends the records of the episodes it finished itself (its own group commit, its
+own fsyncs), so the driver's per-episode path holds no write. The files stay the run's one set (episodes.jsonl, its
+index, verdicts.jsonl, calls.jsonl, judge_cache.jsonl), so every reader reads them as it always did.
+
+Contract:
+- Every append holds an exclusive `flock` on the run's episodes.jsonl for the write alone (never across an fsync):
+  the lines of two processes never interleave, and the appender knows the offset it writes at (the file's size
+  under the lock).
+- Under the lock, a torn tail (a process killed in the middle of its write, which the kernel can leave short) is
+  cut from a file before anything is appended to it, so a new line never glues onto broken bytes, whoever left them.
+- An episode line and its index entry are appended under one lock, after the index has been caught up to cover
+  every whole line of episodes.jsonl (a process killed between its episode line and its entry): the index stays
+  in file order with no gap, as `arena.store.run_index` requires.
+- Fsync is the caller's (a `RunWriter`'s rounds; any descriptor of a file will do). The interface is that of
+  `arena.core.jsonl.Appender` (`append`, `line_writer`, `close`), plus `append_episode`.
+- flock works between processes on local file systems; on NFS it depends on the mount (as the run's own lock,
+  `arena.store.lock`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+import orjson
+
+from arena.core.jsonl import cut_torn_tail
+
+from .run_index import INDEX_NAME, Entry, entry_of
+
+TAIL_BLOCK = 1 << 16
+"""Bytes read at a time from a file's end (its torn tail, the index's last entry)."""
+
+
+class SharedAppends:
+    """Appends to the JSON-lines files of the run in `run_dir`, safe beside other processes doing the same (see the
+    module docstring). One instance per process; not shared between threads (a run writer's thread uses it)."""
+
+    def __init__(self, run_dir: str | Path):
+        self.dir = Path(run_dir)
+        self.episodes_path = self.dir / "episodes.jsonl"
+        self.index_path = self.dir / INDEX_NAME
+        self._fds: dict[Path, int] = {}
+        self._index_seen: tuple[int, int] = (0, 0)
+        """(index size, bytes of episodes.jsonl it covers) as this process last saw them."""
+
+    def _fd(self, path: Path) -> int:
+        fd = self._fds.get(path)
+        if fd is None:
+            fd = self._fds[path] = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        return fd
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        lock = self._fd(self.episodes_path)  # opened on first use: the run directory exists by then
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def append(self, path: Path, data: bytes, fsync: bool = False) -> int:
+        """Append whole lines (`data` ends with a newline); returns their offset."""
+        if not data.endswith(b"\n"):
+            raise ValueError("a JSON line must end with a newline")
+        fd = self._fd(path)
+        with self._locked():
+            offset = _whole(fd)
+            _write(fd, data)
+        if fsync:
+            os.fsync(fd)
+        return offset
+
+    def append_episode(self, line: bytes, entry: Entry, fsync: bool = False) -> int:
+        """Append an episode line and its index entry (`entry` as `entry_of(line, any offset)` gives it; its offset
+        is set here); returns the line's offset."""
+        if not line.endswith(b"\n"):
+            raise ValueError("a JSON line must end with a newline")
+        episodes, index = self._fd(self.episodes_path), self._fd(self.index_path)
+        with self._locked():
+            offset = _whole(episodes)
+            index_size = _whole(index)
+            covered = self._covered(index, index_size)
+            rows = self._missing_entries(covered, offset) if covered is not None and covered < offset else []
+            _write(episodes, line)
+            rows.append(entry._replace(offset=offset).row())
+            data = b"".join(rows)
+            _write(index, data)
+            self._index_seen = (index_size + len(data), offset + len(line))
+        if fsync:
+            os.fsync(episodes)
+        return offset
+
+    def _covered(self, index: int, size: int) -> int | None:
+        """Bytes of episodes.jsonl the index covers (its last entry's end); None when its last line is unreadable
+        (left for `EpisodeIndex.load` to rebuild)."""
+        if size == 0:
+            return 0
+        if size == self._index_seen[0]:
+            return self._index_seen[1]
+        last = _last_line(index, size)
+        try:
+            values = orjson.loads(last)
+            return int(values[0]) + int(values[1])
+        except (ValueError, TypeError, IndexError):
+            return None
+
+    def _missing_entries(self, start: int, end: int) -> list[bytes]:
+        """Index rows of the whole episode lines in [start, end) of episodes.jsonl (left unindexed by a process
+        killed between its line and its entry)."""
+        data = os.pread(self._fd(self.episodes_path), end - start, start)
+        rows, offset = [], start
+        for line in data.splitlines(keepends=True):
+            try:
+                rows.append(entry_of(line, offset).row())
+            except (ValueError, KeyError, TypeError):
+                return rows  # not an episode record: `EpisodeIndex.load` rebuilds the index when it checks it
+            offset += len(line)
+        return rows
+
+    def line_writer(self) -> Callable[..., int]:
+        """`append_line`'s signature over these appends (`fsync` keyword as there)."""
+        return lambda path, line, *, fsync=True: self.append(path, line, fsync)
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+
+def _whole(fd: int) -> int:
+    """The file's size once a torn tail (no final newline) is cut: the offset the next line is written at."""
+    size = os.fstat(fd).st_size
+    return size - cut_torn_tail(fd, size)
+
+
+def _last_line(fd: int, size: int) -> bytes:
+    """The last line of a file that ends with a newline."""
+    end = size - 1
+    pos = end
+    while pos > 0:
+        start = max(0, pos - TAIL_BLOCK)
+        cut = os.pread(fd, pos - start, start).rfind(b"\n")
+        if cut != -1:
+            return os.pread(fd, end - (start + cut + 1), start + cut + 1)
+        pos = start
+    return os.pread(fd, end, 0)
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

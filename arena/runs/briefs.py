@@ -6,16 +6,31 @@ record: the stops (`arena.runs.stops`, `arena.runs.outage`: agent, whether a mod
 the cost of its own calls), the harness meter (`arena.runs.harness_cost`: own rounds and their seconds) and the
 progress callback (finish reason, error, and the `VerdictBrief`: correct, score, judge error, whether the judge's
 server answered). The attribute names are those of `Episode` and `Verdict`, so a progress callback reads either.
-Both are plain dataclasses with slots: cheap to pickle between processes.
+Both are plain dataclasses with slots, pickled as their constructor's arguments (`by_position`): cheap to send
+between processes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 from arena.core.trajectory import Episode, Step
 from arena.core.verdict import Verdict
+
+
+T = TypeVar("T")
+
+
+def by_position(cls: type[T]) -> type[T]:
+    """A dataclass whose instances pickle as the tuple of their field values, rebuilt by calling the class: about
+    half the bytes and half the unpickling time of the default (the field names and values of each instance)."""
+    names = tuple(f.name for f in fields(cls))
+
+    def __reduce__(self: Any) -> tuple[type, tuple]:
+        return cls, tuple(getattr(self, name) for name in names)
+    cls.__reduce__ = __reduce__  # type: ignore[assignment]
+    return cls
 
 
 def own_steps(steps: list[Step], model_calls: Any) -> list[Step]:
@@ -26,6 +41,7 @@ def own_steps(steps: list[Step], model_calls: Any) -> list[Step]:
     return steps[len(steps) - model_calls:] if model_calls else []
 
 
+@by_position
 @dataclass(slots=True)
 class VerdictBrief:
     """A verdict as the driver sees it: `answered` is whether the judge's server replied (the verdict has `raw`)."""
@@ -40,6 +56,7 @@ class VerdictBrief:
         return cls(verdict.correct, verdict.score, verdict.error, bool(verdict.raw))
 
 
+@by_position
 @dataclass(slots=True)
 class EpisodeBrief:
     """A finished episode as the driver sees it. `cost`: dollars of its transcript (None: unpriced or no tokens

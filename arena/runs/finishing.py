@@ -39,7 +39,7 @@ from arena.store.shared_appends import SharedAppends
 from arena.store.store import Appended, RunStore, episode_line, verdict_line
 from arena.store.writer import RunWriter, settled
 
-from .briefs import EpisodeBrief, VerdictBrief, own_steps
+from .briefs import EpisodeBrief, VerdictBrief, by_position, own_steps
 from .config import RunConfig
 from .judging import Judges
 from .limits import endpoint_of
@@ -53,6 +53,7 @@ class JudgeFailure(RuntimeError):
     """A judge raised while scoring an episode that is recorded all the same (`Finished.judge_failure`)."""
 
 
+@by_position
 @dataclass
 class Finished:
     """A finished episode's records as bytes and its brief (see the module docstring). `line` and `entry` are None

@@ -45,7 +45,7 @@ from arena.store.store import RunStore
 from arena.store.writer import RunWriter
 
 from .allocator import keep_freed_memory, startup_frozen
-from .backends import Backend, appends_in_workers, make_backend, prepare_workers
+from .backends import Backend, make_backend, prepare_workers
 from .briefs import EpisodeBrief, VerdictBrief, own_steps
 from .config import RunConfig, slug
 from .finishing import Finished, Finisher, JudgeFailure, also_judges, landed, run_judges, submit
@@ -265,8 +265,9 @@ class RunSession:
                  progress: Callable[[EpisodeBrief, VerdictBrief | None], None] | None):
         self.config, self.bench, self.store, self.judges, self.also = config, bench, store, judges, also
         self.run_id, self.progress = run_id, progress
-        # where workers append their own records, this process's appends take the run's append lock too
-        self.writer = RunWriter(files=SharedAppends(store.dir) if appends_in_workers(config) else None)
+        # every append takes the run's append lock: workers append their own records, and so may, for a moment,
+        # the workers of a killed run this one resumes
+        self.writer = RunWriter(files=SharedAppends(store.dir))
         self.backend: Backend | None = None
         self.judge_name = config.judge or AUTO
         self.judge_label = endpoint_label(config.judge_options)

@@ -33,7 +33,7 @@ from arena.core.jsonl import cut_torn_tail
 
 from .run_index import INDEX_NAME, Entry, entry_of
 
-TAIL_BLOCK = 1 << 16
+TAIL_BLOCK = 4096
 """Bytes read at a time from a file's end (its torn tail, the index's last entry)."""
 
 

@@ -56,14 +56,6 @@ class Backend(Protocol):
         ...
 
 
-def appends_in_workers(config: RunConfig) -> bool:
-    """Whether the run's workers append its records themselves (worker processes, or Ray workers of a local Ray
-    instance: they share the run directory), so that every append of the run must take its append lock."""
-    if config.backend == "ray":
-        return not config.ray_address
-    return bool(config.workers)
-
-
 def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunStore, writer: RunWriter,
                  finisher: Finisher, calls: Any = None) -> Backend:
     """The backend the configuration asks for: Ray (`backend: ray`), worker processes (`workers`, each finishing
@@ -79,4 +71,4 @@ def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunSto
     return LocalBackend(bench, run_id, store, writer, finisher, calls)
 
 
-__all__ = ["Backend", "Gate", "appends_in_workers", "LocalBackend", "RayBackend", "WorkerBackend", "make_backend", "prepare_workers"]
+__all__ = ["Backend", "Gate", "LocalBackend", "RayBackend", "WorkerBackend", "make_backend", "prepare_workers"]

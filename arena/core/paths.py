@@ -16,10 +16,15 @@ def resolve_inside(root: str | Path, relative: str, *, where: str = "") -> Path:
     if "\x00" in relative:
         raise PathEscapeError(f"{at}path {relative!r} contains a NUL byte")
     root_path = _resolved_root(str(root))
-    candidate = (root_path / relative).resolve()
+    candidate = _resolved(root_path, relative)
     if candidate != root_path and root_path not in candidate.parents:
         raise PathEscapeError(f"{at}path {relative!r} escapes the dataset root {root_path}")
     return candidate
+
+
+@functools.lru_cache(maxsize=8192)  # a task's image is resolved by each of its episodes (a lstat per component)
+def _resolved(root: Path, relative: str) -> Path:
+    return (root / relative).resolve()
 
 
 @functools.lru_cache(maxsize=256)  # every task path of a dataset resolves against one root (the path itself, always)

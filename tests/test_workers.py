@@ -390,3 +390,26 @@ def test_workers_append_their_own_records_and_the_driver_writes_none(
     figures = ("episodes", "correct", "finish_reasons", "avg_rounds", "avg_tool_calls", "avg_prompt_tokens")
     assert [{k: g[k] for k in figures} for g in json.loads(store.summary_path.read_text())["groups"]] == \
         [{k: g[k] for k in figures} for g in json.loads(RunStore(local.run_dir).summary_path.read_text())["groups"]]
+
+
+def test_a_worker_stores_a_task_image_it_has_stored_before_without_copying_it_again(tmp_path: Path) -> None:
+    """A worker writes the task images into the run's blob store itself; a task file whose digest is remembered
+    (`arena.store.file_digests`: unchanged since it was hashed) is not copied and hashed again by each episode that
+    shows it, as the driver's own store already did: the blob's file is the one the first episode wrote."""
+    import time
+
+    from tests.support.openai_server import bench_responder
+
+    data = write_tiny_dataset(tmp_path / "data", n_items=2)
+    time.sleep(2.1)  # the files settle: a digest is remembered only for a file older than two seconds (RACY_NS)
+    base = {"data": str(data), "agent": "openai", "judge": "normalized", "out": str(tmp_path / "logs"),
+            "run_id": "r", "workers": 1, "agent_options": {"model": "m"}}
+    with OpenAIStub(bench_responder(0.0)) as server:
+        base["agent_options"]["base_url"] = server.base_url
+        first = run(RunConfig(**base))
+        blob = RunStore(first.run_dir).blobs.path(first.episodes[0].images[0])
+        written = blob.stat().st_mtime_ns  # a copy is a new file, written later (its inode may be the old one's)
+        again = run(RunConfig(**base, repeats=3), force=True)  # the same tasks' images, shown by 4 new episodes
+    assert len(again.episodes) == 6 and not again.unwritten
+    assert {e.images[0] for e in again.episodes} == {e.images[0] for e in first.episodes}
+    assert blob.stat().st_mtime_ns == written

@@ -151,3 +151,12 @@ def put_task_file(blobs: BlobStore, path: str | Path) -> str:
     blob_id = blobs.write(None, Path(where), file_ext(where))
     remember(where, before, blob_id)  # (not if it changed while copied, or may change again unseen)
     return blob_id
+
+
+class TaskFileBlobs(BlobStore):
+    """A run's blob store written directly (by a worker process, not through the run writer) whose `put_file` stores
+    a task file under its remembered digest (`put_task_file`): the episodes of a task after the first neither copy
+    nor hash its image again."""
+
+    def put_file(self, path: str | Path) -> str:
+        return put_task_file(self, path)

@@ -38,7 +38,7 @@ from arena.runs.finishing import JUDGE_CACHE, Finished, Finisher, RunAppender, t
 from arena.runs.limits import EndpointGate
 from arena.runs.workbench import EpisodeJob, Workbench
 from arena.store.calls import TranscriptWriter
-from arena.store.file_digests import remember, remembered, signature
+from arena.store.file_digests import TaskFileBlobs, remember, remembered, signature
 from arena.store.store import RunStore
 from arena.store.writer import RunWriter, settled
 
@@ -192,7 +192,7 @@ class EpisodeWorker:
         travel with jobs and results); `run_dir`: the driver's run directory (its judge cache is read where the
         actor sees it)."""
         keep_freed_memory()
-        self.run_blobs = BlobStore(blobs_root) if blobs_root is not None else None
+        self.run_blobs = TaskFileBlobs(blobs_root) if blobs_root is not None else None
         config = RunConfig.model_validate_json(config_json)
         self.run_id = run_id
         self.bench = Workbench(config, gate=RemoteGate(gate, config.endpoint_limits) if gate is not None else None)

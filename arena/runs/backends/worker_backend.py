@@ -55,12 +55,12 @@ from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
-from arena.core.blobs import BlobStore
 from arena.runs.allocator import keep_freed_memory, startup_frozen
 from arena.runs.config import RunConfig
 from arena.runs.finishing import Finished, Finisher, RunAppender
 from arena.runs.limits import EndpointGate
 from arena.runs.workbench import EpisodeJob, Workbench
+from arena.store.file_digests import TaskFileBlobs
 from arena.store.store import RunStore
 from arena.store.writer import RunWriter
 
@@ -264,7 +264,7 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
     ready_cpu = time.process_time()
     running: dict[int, asyncio.Task] = {}
     stored: set[str] = set()  # blob ids the driver has stored
-    run_blobs = BlobStore(blobs_root) if blobs_root is not None else None
+    run_blobs = TaskFileBlobs(blobs_root) if blobs_root is not None else None
 
     # episodes finished in one pass of the event loop, sent as one message after it
     outbox = PassBatch(lambda done: results.put(("done", done, time.process_time() - ready_cpu)))

@@ -5,7 +5,7 @@ own fsyncs), so the driver's per-episode path holds no write. The files stay the
 index, verdicts.jsonl, calls.jsonl, judge_cache.jsonl), so every reader reads them as it always did.
 
 Contract:
-- Every append holds an exclusive `flock` on the run's episodes.jsonl for the write alone (never across an fsync):
+- Every append holds an exclusive `flock` on the run's `.append-lock` for the write alone (never across an fsync):
   the lines of two processes never interleave, and the appender knows the offset it writes at (the file's size
   under the lock).
 - Under the lock, a torn tail (a process killed in the middle of its write, which the kernel can leave short) is
@@ -33,6 +33,8 @@ from arena.core.jsonl import cut_torn_tail
 
 from .run_index import INDEX_NAME, Entry, entry_of
 
+APPEND_LOCK = ".append-lock"
+"""The empty file in the run directory whose `flock` is the run's append lock."""
 TAIL_BLOCK = 4096
 """Bytes read at a time from a file's end (its torn tail, the index's last entry)."""
 
@@ -46,6 +48,7 @@ class SharedAppends:
         self.episodes_path = self.dir / "episodes.jsonl"
         self.index_path = self.dir / INDEX_NAME
         self._fds: dict[Path, int] = {}
+        self._lock: int | None = None
         self._index_seen: tuple[int, int] = (0, 0)
         """(index size, bytes of episodes.jsonl it covers) as this process last saw them."""
 
@@ -57,7 +60,9 @@ class SharedAppends:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        lock = self._fd(self.episodes_path)  # opened on first use: the run directory exists by then
+        if self._lock is None:  # opened on first use: the run directory exists by then
+            self._lock = os.open(self.dir / APPEND_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        lock = self._lock
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -131,6 +136,9 @@ class SharedAppends:
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
 
 def _whole(fd: int) -> int:

@@ -38,3 +38,30 @@ def test_a_fork_on_ray_sends_again_the_recorded_request_as_asyncio_does(tiny_dat
     assert len(local) == 3 and json.loads(local[0]) == {**original[3], "model": "qwen2"}
     assert on_ray == local
     assert not ray.is_initialized()
+
+
+def test_ray_workers_on_a_cluster_sharing_the_run_directory_append_its_records_themselves(
+        tmp_path: Path, monkeypatch) -> None:
+    """Issue 29 across machines: Ray actors of a cluster (here one the driver joins by address, `local`) append the
+    records of the episodes they finish to the run directory themselves when every node mounts it
+    (`ray_shared_dir`), as local worker processes do: the driver appends none, and the run equals the asyncio one."""
+    from arena.core.jsonl import Appender
+    from arena.store.shared_appends import SharedAppends
+
+    data = write_sweep_dataset(tmp_path / "data", needs=[2, 7])
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("a record appended in the driver")
+
+    with OpenAIStub(lambda request: "<answer>x</answer>") as server:
+        local = run(policy_config(data, server.base_url, tmp_path / "logs", run_id="local", max_rounds=[4]))
+        try:
+            with monkeypatch.context() as patched:
+                for cls, name in ((Appender, "append"), (SharedAppends, "append"), (SharedAppends, "append_episode")):
+                    patched.setattr(cls, name, refuse)
+                shared = run(policy_config(data, server.base_url, tmp_path / "logs", run_id="cluster", backend="ray",
+                                           ray_address="local", ray_workers=1, ray_shared_dir=True, max_rounds=[4]))
+        finally:
+            ray.shutdown()  # joined by address: the run leaves the cluster running
+    assert not shared.unwritten
+    assert_same_run(shared, local)

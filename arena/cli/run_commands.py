@@ -248,6 +248,9 @@ def run_grid(
                                               rich_help_panel=P_SCHED),
     ray_workers: Optional[int] = typer.Option(None, min=1, help="Ray worker actors (default: the cluster's CPUs).",
                                               rich_help_panel=P_SCHED),
+    ray_shared_dir: bool = typer.Option(False, help="The run directory is on a filesystem every Ray node mounts at "
+                                        "the same path: actors append their episodes' records there themselves.",
+                                        rich_help_panel=P_SCHED),
     workers: Optional[int] = typer.Option(None, min=1, help="Worker processes playing episodes on this machine "
                                           "(asyncio backend; default: none, this process plays them).",
                                           rich_help_panel=P_SCHED),
@@ -315,7 +318,7 @@ def run_grid(
             agent=choices[0].agent, agent_options=choices[0].options, agents=choices if len(choices) > 1 else [],
             settings=settings, max_rounds=rounds, repeats=repeats,
             prefix_sharing=prefix_sharing, seed=seed, concurrency=concurrency, backend=backend,
-            ray_address=ray_address, ray_workers=ray_workers, workers=workers,
+            ray_address=ray_address, ray_workers=ray_workers, ray_shared_dir=ray_shared_dir, workers=workers,
             endpoint_limits=endpoint_limits(max_parallel, rpm, endpoint_limit),
             judge=judge, judge_options=judge_options, tool_options=tool_options,
             budget=Budget(**budget_fields), protocol=protocol,

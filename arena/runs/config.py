@@ -88,6 +88,10 @@ class RunConfig(BaseModel):
     backend: Literal["asyncio", "ray"] = "asyncio"
     ray_address: str | None = None
     ray_workers: int | None = Field(None, ge=1)
+    ray_shared_dir: bool = False
+    """The run directory lies on a filesystem every node of the Ray cluster mounts at the same path (NFS, Lustre...):
+    the actors write its blobs and append their episodes' records there themselves, as on a local Ray instance and
+    as local worker processes do; else they send them back to the driver."""
     workers: int | None = Field(None, ge=1)
     """Worker processes playing episodes (`arena.runs.backends.worker_backend`; None: this process's event loop)."""
     endpoint_limits: dict[str, EndpointLimit] = Field(default_factory=dict)
@@ -113,7 +117,8 @@ class RunConfig(BaseModel):
     def grid_fingerprint(self) -> str:
         """Hash of what decides the episodes (not concurrency, scheduling, output place or judge)."""
         keep = self.model_dump(mode="json", exclude={"concurrency", "out", "run_id", "judge", "judge_options",
-                                                     "backend", "ray_address", "ray_workers", "workers",
+                                                     "backend", "ray_address", "ray_workers", "ray_shared_dir",
+                                                     "workers",
                                                      "endpoint_limits", "retry_errors", "fail_fast", "price",
                                                      "max_cost", "transcript", "prompts"})
         for name in ("agents", "prefix_sharing", "fork", "levels", "categories", "suites"):

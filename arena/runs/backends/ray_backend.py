@@ -14,7 +14,10 @@ the worker sends again as the asyncio backend would. The local worker processes 
 across all workers by one gate actor. On a local Ray instance (no `ray_address`: the actors run on this machine and
 share its filesystem) the actors read and write the run's blob store themselves and append their episodes' records
 to the run (`arena.runs.finishing.RunAppender`), as local worker processes do: no blob and no record travels, the
-driver reads the brief alone; on a cluster they travel as described above.
+driver reads the brief alone; on a cluster they travel as described above, unless the run directory is on a
+filesystem every node mounts at the same path (`ray_shared_dir`, `--ray-shared-dir`): then the actors write there as
+on a local instance (every append under the run's append lock, `arena.store.shared_appends`: `flock`, which on NFS
+depends on the mount).
 
 `ray_address=None` starts a local Ray instance (`ray.init()`) for the run and stops it
 afterwards; an address (`auto`, `ray://host:10001`, `host:6379`) joins an existing
@@ -254,7 +257,9 @@ class RayBackend:
                          else EndpointGate({}))
             worker_cls = ray.remote(EpisodeWorker).options(num_cpus=0, max_concurrency=max(1, config.concurrency))
             learned = {a.id: a.learned_limits() for a in agents}
-            self.blobs_root = None if config.ray_address else str(store.blobs.root)  # a local instance shares it
+            # a local instance shares the run directory, and so does a cluster that mounts it on every node
+            shared = not config.ray_address or config.ray_shared_dir
+            self.blobs_root = str(store.blobs.root) if shared else None
             self.workers = [worker_cls.remote(shipped_config(config), run_id, self.gate_actor, learned,
                                               self.blobs_root, str(store.dir)) for _ in range(workers)]
             self.pids = ray.get([w.ready.remote() for w in self.workers])

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Issue 29's many-core figures in one go: the script to run where a many-core machine (16 cores) is lent, about
+# 6-8 minutes there. Every line it prints names the machine, the commit and the load, so the output can go into
+# docs/benchmarks.md as it is:
+#   bash bench/many_core.sh | tee many-core.txt
+# What it measures (bench/overhead.py --scale, crop + search + answer against a stub that answers in 1 s, served by
+# 8 processes so that it is not the bottleneck): wall time over ideal and driver CPU per finished episode at 256-,
+# 1024- and 4096-way for the asyncio backend and 4, 8 and 12 worker processes (the targets: <= 10 % over ideal at
+# 1024-way with 8 workers, more workers never slower than fewer, driver CPU <= 0.1 ms per episode); the same at
+# 1024-way with lognormal reply times (sigma 0.5); then worker start-up (bench/worker_startup.py, target <= 1 s).
+# WAYS, WORKERS, WAVES and SERVERS override the defaults (e.g. a short check on a small machine:
+# WAYS=64 WORKERS=0,2 WAVES=1 SERVERS=2 bash bench/many_core.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WAYS=${WAYS:-256,1024,4096}
+WORKERS=${WORKERS:-0,4,8,12}
+WAVES=${WAVES:-3}
+SERVERS=${SERVERS:-8}
+log=$(mktemp)
+make -s install >"$log" 2>&1 || { cat "$log"; exit 1; }
+rm -f "$log"
+PY=.venv/bin/python
+echo "# $(nproc) cores ($(uname -m)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), commit" \
+     "$(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
+$PY bench/overhead.py --scale --delays 1 --ways "$WAYS" --workers "$WORKERS" --waves "$WAVES" --servers "$SERVERS"
+$PY bench/overhead.py --scale --delays 1 --spread 0.5 --ways "${WAYS_SPREAD:-1024}" --workers "$WORKERS" \
+    --waves "$WAVES" --servers "$SERVERS"
+workers=${WORKERS#0,}
+$PY bench/worker_startup.py --workers "$workers" --repeats 3
+echo "# done, load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -53,7 +53,8 @@ def check_run(run_dir: Path) -> list[bytes]:
     written = [tuple(orjson.loads(row)) for row in (run_dir / "episodes.idx").read_bytes().splitlines()]
     rebuilt = EpisodeIndex.rebuild(run_dir / "episodes.jsonl", persist=False).entries
     assert [(e[0], e[1], e[3]) for e in written] == [(e.offset, e.length, e.id) for e in rebuilt]
-    for line in (run_dir / "verdicts.jsonl").read_bytes().splitlines(keepends=True):
+    verdicts = run_dir / "verdicts.jsonl"
+    for line in verdicts.read_bytes().splitlines(keepends=True) if verdicts.exists() else []:
         assert line.endswith(b"\n") and orjson.loads(line)["episode_id"]
     return lines
 
@@ -123,3 +124,15 @@ def test_sigkill_of_an_appender_at_any_moment_loses_and_corrupts_nothing_of_anot
     assert [i for i in ids if i.startswith("survivor-")] == [f"survivor-{i}" for i in range(150)]
     assert ids[-1] == "after-0" and len(ids) == len(set(ids))
     assert sum(1 for i in ids if i.startswith("victim")) >= 4
+
+
+def test_an_index_replaced_meanwhile_gets_the_next_entry(tmp_path: Path) -> None:
+    """A file replaced while an appender holds it open (the index rebuilt by `EpisodeIndex.rebuild`, a file rewritten
+    by `arena doctor --repair`) is opened again: the next entry goes into the run's index, not the replaced one."""
+    appends = SharedAppends(tmp_path)
+    first = line_of("a", 0)
+    appends.append_episode(first, entry_of(first, 0))
+    EpisodeIndex.rebuild(tmp_path / "episodes.jsonl", persist=True)  # a new file under the index's name
+    second = line_of("b", 0)
+    appends.append_episode(second, entry_of(second, 0))
+    assert check_run(tmp_path) == [first, second]

@@ -13,6 +13,8 @@ Contract:
 - An episode line and its index entry are appended under one lock, after the index has been caught up to cover
   every whole line of episodes.jsonl (a process killed between its episode line and its entry): the index stays
   in file order with no gap, as `arena.store.run_index` requires.
+- A file replaced under its name since it was opened (an index rebuilt, a file rewritten by `arena doctor --repair`)
+  is opened again before the append, so that nothing goes to a file that is no longer the run's.
 - Fsync is the caller's (a `RunWriter`'s rounds; any descriptor of a file will do). The interface is that of
   `arena.core.jsonl.Appender` (`append`, `line_writer`, `close`), plus `append_episode`.
 - flock works between processes on local file systems; on NFS it depends on the mount (as the run's own lock,
@@ -53,9 +55,21 @@ class SharedAppends:
         """(index size, bytes of episodes.jsonl it covers) as this process last saw them."""
 
     def _fd(self, path: Path) -> int:
+        """The descriptor of `path` as the file is now (called under the lock): opened again when the file was
+        replaced since it was opened (an index rebuilt, a file `arena doctor --repair` rewrote) or removed, so that
+        nothing is appended to a file that is no longer the run's."""
         fd = self._fds.get(path)
-        if fd is None:
-            fd = self._fds[path] = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        if fd is not None:
+            try:
+                now, held = os.stat(path), os.fstat(fd)
+                if (now.st_ino, now.st_dev) == (held.st_ino, held.st_dev):
+                    return fd
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+            if path == self.index_path:
+                self._index_seen = (-1, 0)
+        fd = self._fds[path] = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         return fd
 
     @contextmanager
@@ -73,8 +87,8 @@ class SharedAppends:
         """Append whole lines (`data` ends with a newline); returns their offset."""
         if not data.endswith(b"\n"):
             raise ValueError("a JSON line must end with a newline")
-        fd = self._fd(path)
         with self._locked():
+            fd = self._fd(path)
             offset = _whole(fd)
             _write(fd, data)
         if fsync:
@@ -86,8 +100,8 @@ class SharedAppends:
         is set here); returns the line's offset."""
         if not line.endswith(b"\n"):
             raise ValueError("a JSON line must end with a newline")
-        episodes, index = self._fd(self.episodes_path), self._fd(self.index_path)
         with self._locked():
+            episodes, index = self._fd(self.episodes_path), self._fd(self.index_path)
             offset = _whole(episodes)
             index_size = _whole(index)
             covered = self._covered(index, index_size)

@@ -106,7 +106,9 @@ def scan_lines(path: Path, start: int = 0) -> Iterator[tuple[int, bytes]]:
             offset += len(line)
 
 
-def _index_lines(path: Path, start: int, first_line: int | None) -> Iterator[Entry]:
+def index_lines(path: Path, start: int, first_line: int | None) -> Iterator[Entry]:
+    """The index entries of the lines of episodes.jsonl from byte `start` on (blank lines skipped); a line that is
+    not an episode record raises `IndexSourceError` naming its line (counted from `first_line`) or byte."""
     for n, (offset, line) in enumerate(scan_lines(path, start)):
         if not line.strip():
             continue
@@ -160,7 +162,7 @@ class EpisodeIndex:
         if entries is not None and index._consistent(entries, size):
             index.entries = entries
             if index.covered < size:
-                for entry in _index_lines(episodes_path, index.covered, None):
+                for entry in index_lines(episodes_path, index.covered, None):
                     index.add(entry)
             return index
         return cls.rebuild(episodes_path, persist)
@@ -170,7 +172,7 @@ class EpisodeIndex:
         """Index episodes.jsonl from its first byte and replace the index file atomically (if `persist`)."""
         index = cls(episodes_path, [], persist)
         if episodes_path.is_file():
-            index.entries = list(_index_lines(episodes_path, 0, 1))
+            index.entries = list(index_lines(episodes_path, 0, 1))
         if not persist:
             return index
         tmp = index.path.with_suffix(".idx.tmp")

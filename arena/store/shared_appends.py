@@ -33,7 +33,7 @@ import orjson
 
 from arena.core.jsonl import cut_torn_tail
 
-from .run_index import INDEX_NAME, Entry, entry_of
+from .run_index import INDEX_NAME, Entry, IndexSourceError, index_lines
 
 APPEND_LOCK = ".append-lock"
 """The empty file in the run directory whose `flock` is the run's append lock."""
@@ -105,7 +105,7 @@ class SharedAppends:
             offset = _whole(episodes)
             index_size = _whole(index)
             covered = self._covered(index, index_size)
-            rows = self._missing_entries(covered, offset) if covered is not None and covered < offset else []
+            rows = self._missing_entries(covered) if covered is not None and covered < offset else []
             _write(episodes, line)
             rows.append(entry._replace(offset=offset).row())
             data = b"".join(rows)
@@ -129,17 +129,15 @@ class SharedAppends:
         except (ValueError, TypeError, IndexError):
             return None
 
-    def _missing_entries(self, start: int, end: int) -> list[bytes]:
-        """Index rows of the whole episode lines in [start, end) of episodes.jsonl (left unindexed by a process
-        killed between its line and its entry)."""
-        data = os.pread(self._fd(self.episodes_path), end - start, start)
-        rows, offset = [], start
-        for line in data.splitlines(keepends=True):
-            try:
-                rows.append(entry_of(line, offset).row())
-            except (ValueError, KeyError, TypeError):
-                return rows  # not an episode record: `EpisodeIndex.load` rebuilds the index when it checks it
-            offset += len(line)
+    def _missing_entries(self, start: int) -> list[bytes]:
+        """Index rows of the whole episode lines of episodes.jsonl from byte `start` to its end (called under the
+        lock: lines a process killed between its line and its entry left unindexed)."""
+        rows = []
+        try:
+            for entry in index_lines(self.episodes_path, start, None):
+                rows.append(entry.row())
+        except IndexSourceError:  # not an episode record: `EpisodeIndex.load` rebuilds the index when it checks it
+            pass
         return rows
 
     def line_writer(self) -> Callable[..., int]:

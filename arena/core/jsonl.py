@@ -42,20 +42,6 @@ def repair_torn_tail(path: Path) -> int:
         return _cut_torn_tail(fh, os.fstat(fh.fileno()).st_size)
 
 
-def append_lines(path: Path, lines: list[bytes], *, fsync: bool = False) -> int:
-    """Append several whole lines at once (one open, one torn-tail check, one write); returns the first's offset."""
-    if not all(line.endswith(b"\n") for line in lines):
-        raise ValueError("a JSON line must end with a newline")
-    with path.open("ab+") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        offset = size - _cut_torn_tail(fh, size)
-        fh.write(b"".join(lines))
-        fh.flush()
-        if fsync:
-            os.fsync(fh.fileno())
-        return offset
-
-
 class Appender:
     """Append-only files held open between appends by the one thread that appends to them (a run's writer, which
     holds the run's lock): the first append to a path opens it (unbuffered) and cuts a torn tail, later ones write

@@ -146,11 +146,6 @@ class EpisodeIndex:
         if self.persist:
             self.append_line(self.path, entry.row(), fsync=False)
 
-    def read(self, entry: Entry) -> bytes:
-        with self.episodes_path.open("rb") as fh:
-            fh.seek(entry.offset)
-            return fh.read(entry.length)
-
     @classmethod
     def load(cls, episodes_path: Path, persist: bool = True) -> "EpisodeIndex":
         """The index, checked, caught up or rebuilt so that it covers every whole line of episodes.jsonl.

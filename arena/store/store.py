@@ -184,8 +184,7 @@ class RunStore:
         written by then. Raises when the episode's own line could not be written (nothing else is)."""
         offset = self.append_episode_line(line, entry, fsync)
         try:
-            for verdict in verdicts:
-                self.append_line(self.verdicts_path, verdict, fsync=fsync)
+            self.append_verdict_lines(verdicts, fsync)
         except (OSError, ValueError) as exc:
             return Appended(offset, f"{type(exc).__name__}: {exc}")
         return Appended(offset, None)

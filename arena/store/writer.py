@@ -192,15 +192,11 @@ class RunWriter:
         self._noted(future, f"{path.name} line")
         return future
 
-    def append_lines(self, path: Path, lines: list[bytes]) -> "Future[None]":
+    def append_lines(self, path: Path, lines: list[bytes]) -> "Future[int]":
         """Append several lines in order without fsync, as one write (an episode's calls.jsonl lines)."""
-        future = self._put(APPEND, None, self._append_lines, (path, lines))
+        future = self._put(APPEND, None, self._append, (path, b"".join(lines)))
         self._noted(future, f"{path.name} lines")
         return future
-
-    def _append_lines(self, path: Path, lines: list[bytes]) -> None:
-        self.files.append(path, b"".join(lines))
-        self._unsynced.add(path)
 
     def _append(self, path: Path, line: bytes) -> int:
         offset = self.files.append(path, line)

@@ -4,7 +4,7 @@ Contract: a `Finisher` turns a played `Episode` into a `Finished`, everything th
 parsing anything:
 - `line`: the episodes.jsonl line exactly as `RunStore.append_episode` writes it (`arena.store.store.episode_line`,
   format version set; `meta.cost` set from the agent's price, `arena.runs.pricing`), and `entry`, its index entry
-  (`arena.store.run_index.entry_of`, offset 0: the driver sets the offset where it appends it);
+  (`arena.store.run_index.entry_of`, offset 0: whoever appends it sets the offset);
 - `verdicts`: the verdicts.jsonl lines of the run judge's verdict and of the other judges the task names under
   `--judge auto` (`also_judges`), unless the episode ended in an error (`ERRORED`: not judged). Judge calls go
   through the gate's slot of the judge endpoint and are recorded as calls.jsonl lines (role `judge`) by the sink
@@ -12,8 +12,12 @@ parsing anything:
 - `brief`: the `EpisodeBrief` (with the verdict's `VerdictBrief`) the driver's stops, meter and progress read;
 - `learned`: the limits and refused fields learned in this process, when they changed since the last episode
   finished here (None: unchanged), which the driver takes into run.json (`take_learned`);
-- `calls`, `cache`: calls.jsonl and judge_cache.jsonl lines made in another process, which the driver appends as
-  they are (empty when the finisher writes them itself, in the driver).
+- `calls`, `cache`: calls.jsonl and judge_cache.jsonl lines made in another process, appended as they are (empty
+  when the finisher writes them itself, in the driver).
+
+`submit` and `landed` append a `Finished` through a run writer; a worker sharing the run directory does so itself
+(`RunAppender`) and sends the driver the `landed` episode (its brief, where its line lies), whose `record` then
+writes nothing; else the driver's runner does.
 
 The same finisher runs in worker processes and Ray actors (`Finisher.for_bench`, built from the run's config as
 the driver's judges are, `run_judges`) and in the driver (the asyncio backend, episodes derived from a shared

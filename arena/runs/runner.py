@@ -3,12 +3,13 @@
 Resumable: episodes already finished under the same run id are skipped, errored
 ones are run again, and finished episodes lacking a verdict are judged. Episodes are
 played by a backend: this process's event loop (asyncio), local worker processes
-(`--workers`, `arena.runs.backends.worker_backend`) or Ray workers (`arena.runs.backends.ray_backend`); either way only this
-process writes the run's records (workers write the blobs they make into its content-addressed blob store), and all
-its writes go through one writer thread (`arena.store.writer`, group commit): an episode is fsynced, with its model
-calls, before it is counted. An episode is finished where it was played (`arena.runs.finishing`: cost, record bytes,
-judging, verdict bytes): the driver appends the bytes it is sent and reads only the episode's brief
-(`arena.runs.briefs`) for its stops, the harness meter and the progress. The playing phase is measured (`arena.runs.harness_cost`: summary.json `harness`).
+(`--workers`, `arena.runs.backends.worker_backend`) or Ray workers (`arena.runs.backends.ray_backend`). An episode is
+finished where it was played (`arena.runs.finishing`: cost, record bytes, judging, verdict bytes) and its records
+are appended there too where that process shares the run directory (worker processes, Ray on a local instance or
+with `ray_shared_dir`), else here; each process's writes go through one writer thread (`arena.store.writer`, group
+commit) and every append takes the run's append lock (`arena.store.shared_appends`): an episode is fsynced, with its
+model calls, before it is counted. This process reads only the episode's brief (`arena.runs.briefs`) for its stops,
+the harness meter and the progress. The playing phase is measured (`arena.runs.harness_cost`: summary.json `harness`).
 Budget sweeps may share trajectory prefixes (`arena.runs.prefix`).
 """
 

@@ -42,8 +42,9 @@ class Backend(Protocol):
     """The gate judge calls go through too (one limit per endpoint across agent and judge)."""
 
     async def play(self, job: EpisodeJob, resend: dict[str, Any] | None = None) -> Finished:
-        """The played and finished episode (not yet recorded: the runner appends its bytes to the store); `resend`:
-        a fork's recorded request, sent again (`arena.endpoints.transcript.scope`, opened where the episode plays)."""
+        """The played and finished episode (`landed` when the player appended its records itself, else the runner
+        appends its bytes to the store); `resend`: a fork's recorded request, sent again
+        (`arena.endpoints.transcript.scope`, opened where the episode plays)."""
         ...
 
     async def aclose(self) -> None:

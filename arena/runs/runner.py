@@ -34,9 +34,9 @@ from arena.core.dataset import Dataset
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
 from arena.endpoints.client import LEARNED_PARAMS, learned_params, param_lines, restore_params
-from arena.judges.metrics import AUTO, ERRORED, judge_for_task
+from arena.judges.metrics import AUTO, judge_for_task
 from arena.core.prompt_book import PromptBook, prompts_note
-from arena.judges.protocols import published_request, sampling_differences
+from arena.judges.protocols import judged, published_request, sampling_differences
 from arena.judges.run_summary import summarize_scan
 from arena.store.lock import RunLock
 from arena.store.run_index import scan_lines
@@ -341,8 +341,8 @@ class RunSession:
         self.done = {key: entry for key, entry in self.store.index().latest().items() if entry.finish not in retried}
         families = plan_families(self.bench)
         self.verdicts_done = self.store.verdict_pairs()
-        unjudged = [self.store.read_episode(entry) for entry in self.done.values()  # an errored one is not judged
-                    if entry.finish not in ERRORED
+        unjudged = [self.store.read_episode(entry) for entry in self.done.values()  # an errored one: see `judged`
+                    if judged(entry.finish, entry.suite, self.config.protocol)
                     and (entry.id, judge_for_task(entry, self.judge_name)) not in self.verdicts_done]
         missing = sum(1 for f in families for c in f.cells if c.key not in self.done)
         return Work(families, self.done, unjudged, missing)

@@ -67,6 +67,9 @@ DEFAULT_MAX_PIXELS = 1280 * 28 * 28
 CUT_AT_LIMIT = "your reply was cut at the token limit; answer more briefly"
 ASK_FOR_ANSWER = ("Your reply has neither a tool call nor an answer inside <answer></answer>. Call a tool, or give "
                   "your final answer inside <answer></answer>.")
+NOT_AN_ANSWER = ("your reply has neither a tool call nor an answer inside <answer></answer>, so it is not a final "
+                 "answer (a tool call the server could not read is dropped): call a tool, or give your final answer "
+                 "inside <answer></answer>")
 logger = logging.getLogger(__name__)
 
 
@@ -359,10 +362,19 @@ class OpenAIAgent(Agent):
                 response.usage = usage
                 if not response.tool_calls:
                     parsed = parse_response(response.content.rpartition(ASK_FOR_ANSWER + "]")[2])
-                    return self._text_turn(response, parsed, summary)
+                    return self._in_answer_form(view, self._text_turn(response, parsed, summary))
         if response.tool_calls and not view.final_turn:
             return self._native_turn(response, summary)
-        return self._text_turn(response, parse_response(response.content), summary)
+        return self._in_answer_form(view, self._text_turn(response, parse_response(response.content), summary))
+
+    def _in_answer_form(self, view: EpisodeView, turn: AgentTurn) -> AgentTurn:
+        """Native tool mode under `--protocol arena` (`Prompting.answer_form_required`), tools offered: a reply
+        with no tool call whose answer is not inside `<answer></answer>` is an invalid turn that tells the model so
+        (the episode goes on within its budget, as a malformed call does in xml mode)."""
+        if (self.tool_mode == "native" and view.prompting.answer_form_required and view.tools
+                and not view.final_turn and turn.action == "answer" and not turn.answer_tagged):
+            turn.action, turn.answer, turn.error, turn.answer_tagged = "invalid", None, NOT_AN_ANSWER, None
+        return turn
 
     def _text_turn(self, response: ChatResponse, parsed, summary: InputSummary) -> AgentTurn:
         reasoning = "\n\n".join(r for r in (response.reasoning, parsed.reasoning) if r) or None

@@ -72,7 +72,7 @@ class Suite:
     original_turn_rule  raw model turn -> action, as the published pipeline reads text turns
     original_scores_failures  whether, under `--protocol original`, an episode that ended in an error (a failed
                     request: `arena.judges.metrics.ERRORED`) is still judged, because the published evaluator
-                    scores a failed request (MM-CondChain's `get_answer` predicts "None"); False: left out
+                    scores a failed request (e.g. as a fixed prediction); False: left out
     published_request  the fields its published script sends with every agent request (`PublishedRequest`),
                     sent under `--protocol original` unless the run gives them; None: not known
     metrics         (episode, verdict) rows of one group -> the suite's own figures; called as

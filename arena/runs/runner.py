@@ -543,7 +543,9 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
     saying so (Ollama truncates to its num_ctx); and agents whose server's count stops at one ceiling (the
     highest count, reached in at least `ceiling_turns` turns) while the arena's estimate of those turns grows (by
     `ceiling_margin`) and past it: a fixed context the prompt is cut to (`arena.agents.truncation.CeilingWatch`, the
-    rule the OpenAI agent notes on each such step)."""
+    rule the OpenAI agent notes on each such step); else agents with a turn whose count fell well below the
+    endpoint's earlier counted/estimated ratio onto a ceiling (`CeilingWatch.ratio_cut`: seen on the first cut turn,
+    `ratio_cut_line`)."""
     cols = scan.cols
     per_group: dict[tuple, float] = {}
     spent: float | None = None
@@ -578,7 +580,18 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
               f"estimate grows to {w.grown}: it is probably cutting the prompt to a fixed context of {w.top} tokens and "
               f"answering from a cut conversation ({OLLAMA_REMEDY})"
               for agent, w in sorted(ceilings.items()) if agent not in worst and w.cut_to(ceiling_turns, ceiling_margin)]
+    lines += [ratio_cut_line(agent, w) for agent, w in sorted(ceilings.items())
+              if agent not in worst and not w.cut_to(ceiling_turns, ceiling_margin) and w.cut_example]
     return lines
+
+
+def ratio_cut_line(agent: str, watch: CeilingWatch) -> str:
+    """The summary's line for an agent whose server cut turns by the ratio rule (`CeilingWatch.ratio_cut`)."""
+    served, estimate, ratio = watch.cut_example or (0, 0, 0.0)
+    return (f"{agent}: in {watch.cut_turns} turn(s) the server's prompt count fell to a fixed context (e.g. {served} "
+            f"tokens for an estimated {estimate}, where its earlier turns counted {ratio:.2f} per estimated token): it "
+            f"is probably cutting the prompt to a fixed context of {served} tokens and answering from a cut "
+            f"conversation ({OLLAMA_REMEDY})")
 
 
 def add_judge_usage(summary: dict[str, Any], path: Path, upto: int, price: tuple[float, float] | None) -> None:

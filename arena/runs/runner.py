@@ -47,6 +47,7 @@ from arena.store.writer import RunWriter
 
 from .allocator import keep_freed_memory, startup_frozen
 from .backends import Backend, make_backend, prepare_workers
+from .backends.ray_address import ray_address_problem
 from .briefs import EpisodeBrief, VerdictBrief, own_steps
 from .config import RunConfig, slug
 from .finishing import Finished, Finisher, JudgeFailure, also_judges, landed, run_judges, submit
@@ -220,6 +221,8 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
         judges.get(judge_id)
     check_judges(lambda task: judges.get(judge_for_task(task, config.judge or AUTO)), [t for _, t in bench.pairs])
     check_tool_options(config.tool_options, config.settings)
+    if config.backend == "ray" and (problem := ray_address_problem(config.ray_address)):
+        raise RuntimeError(problem)  # a cluster that cannot be reached: said at once, nothing written
     with RunLock(store.dir, "arena run"):  # checked before: a run that cannot start writes nothing
         return await _execute_locked(config, bench, progress=progress, force=force, on_start=on_start,
                                      run_id=run_id, store=store, judges=judges, also=also)

@@ -127,3 +127,14 @@ def test_each_parser_reads_every_call_without_raising(field, kind):
         assert original.kind == "invalid" and original.error.startswith("crash:")
     if field == "argument":
         assert arena.kind == original.kind == "tool_call" and arena.arguments == original.arguments == arguments
+
+
+@pytest.mark.parametrize("kind", [k for k in VALUES if k not in ("string", "null")])  # null: no tool, unknown
+def test_any_agents_turn_with_a_name_that_is_not_a_string_is_an_invalid_step(kind):
+    """The episode loop's own check, for agents that pass a model's call on unchecked (plug-ins, smolagents)."""
+    from arena.core.agent import AgentTurn
+    from arena.core.episode import typed_turn
+    turn = typed_turn(AgentTurn(output="x", action="tool_call", tool=VALUES[kind], call_id=VALUES[kind],
+                                arguments={"query": "q"}))
+    assert turn.action == "invalid" and '"name" must be a string' in turn.error
+    assert turn.call_id == json.dumps(VALUES[kind]) and turn.tool is None

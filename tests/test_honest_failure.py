@@ -9,6 +9,8 @@ import json
 import socket
 import time
 
+import pytest
+
 from typer.testing import CliRunner
 
 from arena.cli.main import app
@@ -238,3 +240,51 @@ def test_a_judge_endpoint_that_cannot_be_reached_stops_the_run_naming_it(tmp_pat
     assert result.exit_code == 1, output
     assert f"the judge's endpoint {judge_url} cannot be reached (connection refused)" in output
     assert len(RunStore(tmp_path / "logs" / "j").verdicts()) == 1, "stopped at the first verdict"
+
+
+def test_the_cut_turn_is_seen_at_once_from_the_endpoints_own_ratio():
+    """Issue 39's episode: the server counted 1926 and 3338 for the arena's 1895 and 3280, then 4096 for 4666 (its
+    first cut turn): noted on that turn. A server that counts as the arena estimates is never noted, even on 4096."""
+    from arena.agents.truncation import CeilingWatch
+    watch = CeilingWatch()
+    notes = [watch.note(served, estimate) for served, estimate in ((1926, 1895), (3338, 3280), (4096, 4666))]
+    assert notes[:2] == [None, None] and "fixed context of 4096 tokens" in notes[2]
+    assert watch.cut_turns == 1 and watch.cut_example == (4096, 4666, pytest.approx(3338 / 3280))
+    exact = CeilingWatch()
+    assert not any(exact.note(n, n) for n in (1895, 3280, 4096, 4666, 8192))
+    below_but_off_ceiling = CeilingWatch()  # a count well below the ratio that lands on no ceiling: not this rule
+    assert [below_but_off_ceiling.note(s, e) for s, e in ((1926, 1895), (3338, 3280), (3900, 4666))] == [None] * 3
+
+
+def ollama_cropper(request):
+    """Crops the whole image twice (each crop about 1,600 image tokens), then answers: a 3-round episode."""
+    n = sum(m["role"] == "assistant" for m in request["messages"])
+    if n >= 2:
+        return Reply(content="<answer>1874</answer>")
+    return Reply(content='<tool_call>{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [0, 0, 1000, 1000]}}'
+                         '</tool_call>')
+
+
+@pytest.mark.parametrize("num_ctx", [4096, None])
+def test_ollamas_first_cut_turn_is_noted_on_its_step_and_in_the_summary(tmp_path, num_ctx):
+    """Ollama's /v1 with num_ctx 4096 (tests/support/real_server.py): the answer turn is the first and only one past
+    it; it is noted on its step and in the summary. Without a cut (the same server, no num_ctx) nothing is noted."""
+    data = write_tiny_dataset(tmp_path / "data", n_items=1)
+    with RealServer(ollama_cropper, Rules(flavour="ollama", max_context=num_ctx)) as server:
+        result = CliRunner().invoke(app, [
+            "run", "--data", str(data), "--agent", "openai", "--model", "qwen", "--base-url", server.base_url,
+            "--setting", "crop", "--max-rounds", "6", "--judge", "normalized", "--out", str(tmp_path / "logs"),
+            "--run-id", "r", "--image-max-pixels", str(1600 * 28 * 28), "--protocol", "arena"])
+    output = " ".join(result.output.split())
+    assert result.exit_code == 0, output
+    steps = RunStore(tmp_path / "logs" / "r").episodes()[0].steps
+    counted = [s.usage.prompt_tokens for s in steps]
+    summary = json.loads((tmp_path / "logs" / "r" / "summary.json").read_text())
+    noted = [s.round for s in steps if any("fixed context" in n for n in s.notes)]
+    if num_ctx is None:
+        assert max(counted) > 4096 and not noted and not summary.get("warnings"), (counted, summary.get("warnings"))
+        return
+    assert counted.count(num_ctx) == 1 and counted[-1] == num_ctx, counted  # the last turn alone is cut
+    assert noted == [steps[-1].round]
+    assert any("fell to a fixed context (e.g. 4096 tokens" in w for w in summary["warnings"]), summary["warnings"]
+    assert "fell to a fixed context" in output

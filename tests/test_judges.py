@@ -41,11 +41,14 @@ def test_mcq_extraction(text, letter):
     assert extract_choice(text) == letter
 
 
-def test_mcq_judge_accepts_option_text_truths():
-    judge = mcq()
+def test_mcq_judge_accepts_option_text_truths_only_as_the_arena_extension():
+    judge = mcq(option_text=True)
     assert asyncio.run(judge.score(episode("B", ["B"], "mcq"))).correct
     assert asyncio.run(judge.score(episode("(B)", ["Blue"], "mcq", ["Red", "Blue", "Green", "Pink"]))).correct
     assert not asyncio.run(judge.score(episode("A", ["B"], "mcq"))).correct
+    published = mcq()  # the published check_answer: the letter against the truth upper-cased, nothing else
+    assert not asyncio.run(published.score(episode("(B)", ["Blue"], "mcq", ["Red", "Blue", "Green", "Pink"]))).correct
+    assert asyncio.run(published.score(episode("(B)", ["b"], "mcq"))).correct
 
 
 def test_judgement_parsing_is_strict():

@@ -52,7 +52,7 @@ from arena.endpoints import transcript
 from arena.endpoints.client import (ChatResponse, Endpoint, EndpointConfig, EndpointError, RejectedError,
                                     learned_params, restore_params)
 from arena.core.images import IMAGE_FACTOR, MIN_PIXELS, smart_resize
-from arena.core.protocol import parse_response
+from arena.core.protocol import json_type, parse_response
 from arena.core.task import RequestLayout
 from arena.core.tool import tools_prompt_block
 from arena.core.trajectory import InputSummary, Step
@@ -67,6 +67,9 @@ DEFAULT_MAX_PIXELS = 1280 * 28 * 28
 CUT_AT_LIMIT = "your reply was cut at the token limit; answer more briefly"
 ASK_FOR_ANSWER = ("Your reply has neither a tool call nor an answer inside <answer></answer>. Call a tool, or give "
                   "your final answer inside <answer></answer>.")
+NOT_AN_ANSWER = ("your reply has neither a tool call nor an answer inside <answer></answer>, so it is not a final "
+                 "answer (a tool call the server could not read is dropped): call a tool, or give your final answer "
+                 "inside <answer></answer>")
 logger = logging.getLogger(__name__)
 
 
@@ -359,10 +362,19 @@ class OpenAIAgent(Agent):
                 response.usage = usage
                 if not response.tool_calls:
                     parsed = parse_response(response.content.rpartition(ASK_FOR_ANSWER + "]")[2])
-                    return self._text_turn(response, parsed, summary)
+                    return self._in_answer_form(view, self._text_turn(response, parsed, summary))
         if response.tool_calls and not view.final_turn:
             return self._native_turn(response, summary)
-        return self._text_turn(response, parse_response(response.content), summary)
+        return self._in_answer_form(view, self._text_turn(response, parse_response(response.content), summary))
+
+    def _in_answer_form(self, view: EpisodeView, turn: AgentTurn) -> AgentTurn:
+        """Native tool mode under `--protocol arena` (`Prompting.answer_form_required`), tools offered: a reply
+        with no tool call whose answer is not inside `<answer></answer>` is an invalid turn that tells the model so
+        (the episode goes on within its budget, as a malformed call does in xml mode)."""
+        if (self.tool_mode == "native" and view.prompting.answer_form_required and view.tools
+                and not view.final_turn and turn.action == "answer" and not turn.answer_tagged):
+            turn.action, turn.answer, turn.error, turn.answer_tagged = "invalid", None, NOT_AN_ANSWER, None
+        return turn
 
     def _text_turn(self, response: ChatResponse, parsed, summary: InputSummary) -> AgentTurn:
         reasoning = "\n\n".join(r for r in (response.reasoning, parsed.reasoning) if r) or None
@@ -380,28 +392,36 @@ class OpenAIAgent(Agent):
         return turn
 
     def _native_turn(self, response: ChatResponse, summary: InputSummary) -> AgentTurn:
+        """The first native tool call as the round's action. Whatever JSON the server put in the call's fields
+        (a name, arguments or id of any type) is data: an invalid turn whose error names the field."""
         call = response.tool_calls[0]
-        raw = call["arguments"] or "{}"
-        common = dict(output=response.content, tool=call["name"], call_id=call["id"], raw_call=raw,
+        name, raw, call_id = call["name"], call["arguments"] or "{}", call["id"]
+        common = dict(output=response.content, tool=name if isinstance(name, str) else None,
+                      call_id=call_id if isinstance(call_id, str) else json.dumps(call_id, default=str),
+                      raw_call=raw if isinstance(raw, str) else json.dumps(raw, default=str),
                       reasoning=response.reasoning, ignored_calls=len(response.tool_calls) - 1,
                       usage=response.usage, input=summary, finish_reason=response.finish_reason,
                       provider_fields=response.provider_fields)
-        problem = json_text_problem(raw, f"the arguments of {call['name']}") if isinstance(raw, str) else None
+        if not isinstance(name, str) or not name:
+            shown = json.dumps(name, default=str)[:80]
+            return AgentTurn(action="invalid", error=f'the tool call\'s "name" must be a string naming a tool, got '
+                             f"{json_type(name)} {shown}", **common)
+        problem = json_text_problem(raw, f"the arguments of {name}") if isinstance(raw, str) else None
         if problem:
             return AgentTurn(action="invalid", error=f"{problem}; write a smaller call", **common)
         try:
             arguments = json.loads(raw) if isinstance(raw, str) else raw
         except json.JSONDecodeError as exc:
             error = CUT_AT_LIMIT if response.finish_reason == "length" else (
-                f"the arguments of {call['name']} are not valid JSON ({exc.msg} at line {exc.lineno} column "
+                f"the arguments of {name} are not valid JSON ({exc.msg} at line {exc.lineno} column "
                 f"{exc.colno})")
             return AgentTurn(action="invalid", error=error, **common)
         except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-            return AgentTurn(action="invalid", error=f"the arguments of {call['name']} have a number that cannot "
+            return AgentTurn(action="invalid", error=f"the arguments of {name} have a number that cannot "
                              f"be read ({exc})", **common)
         if not isinstance(arguments, dict):
-            return AgentTurn(action="invalid", error=f"the arguments of {call['name']} must be a JSON object",
-                             **common)
+            return AgentTurn(action="invalid", error=f"the arguments of {name} must be a JSON object, got "
+                             f"{json_type(arguments)}", **common)
         return AgentTurn(action="tool_call", arguments=arguments, **common)
 
     def learned_limits(self) -> dict[str, Any]:

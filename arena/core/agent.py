@@ -34,6 +34,10 @@ class Prompting:
     format_instruction: str | None = None
     show_budget: bool = False
     prompts: PromptBook = field(default_factory=PromptBook)
+    answer_form_required: bool = False
+    """`--protocol arena`: with tools offered, a native tool-mode reply that has neither a tool call nor its answer in
+    the asked form (`<answer></answer>`) is not a final answer but an invalid turn (a call the server dropped leaves
+    only the text before it); under `original` such a reply is the answer, as the published scripts take it."""
 
 
 @dataclass

@@ -106,6 +106,7 @@ class _Run:
     def step_from(self, turn: AgentTurn, round_: int, seconds: float, final: bool) -> Step:
         """The turn as a step that always serialises: text clipped, invalid Unicode replaced (and
         noted), arguments that are not a bounded JSON object turned into an invalid action."""
+        turn = typed_turn(turn)
         self.usage = self.usage + turn.usage
         rule = self.spec.turn_rule
         if rule is not None and turn.call_id is None:
@@ -253,6 +254,24 @@ class _Run:
         if budget.max_tokens is not None and total >= budget.max_tokens:
             return f"token limit of {budget.max_tokens} reached ({total} used)"
         return None
+
+
+def typed_turn(turn: AgentTurn) -> AgentTurn:
+    """The turn with every text field a string: whatever JSON an agent passed on from a model (a tool name that is a
+    list, a call id that is a number) is shown as its JSON, and a tool name that is not a string makes the turn an
+    invalid one whose error says so (any agent: the OpenAI agent checks its own calls, plug-ins may not)."""
+    texts = ("output", "tool", "call_id", "raw_call", "answer", "error", "reasoning")
+    odd = {name: getattr(turn, name) for name in texts
+           if getattr(turn, name) is not None and not isinstance(getattr(turn, name), str)}
+    if not odd:
+        return turn
+    shown = {name: json.dumps(value, default=str) for name, value in odd.items()}
+    turn = dataclasses.replace(turn, **shown)
+    if "tool" in odd and turn.action == "tool_call":
+        turn = dataclasses.replace(turn, action="invalid", tool=None, arguments=None,
+                                   error=f'the tool call\'s "name" must be a string naming a tool, got '
+                                         f"{shown['tool'][:80]}")
+    return turn
 
 
 async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:

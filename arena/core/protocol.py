@@ -110,7 +110,10 @@ def parse_tool_call_json(body: str) -> tuple[str | None, dict[str, Any] | None, 
         return None, None, f"the tool call must be a JSON object, got {type(data).__name__}"
     name = data.get("name")
     if not isinstance(name, str) or not name:
-        return None, None, 'the tool call has no "name" string'
+        if "name" not in data or name == "":
+            return None, None, 'the tool call has no "name" string'
+        return None, None, (f'the tool call\'s "name" must be a string naming a tool, got {json_type(name)} '
+                            f'{json.dumps(name)[:80]}')
     arguments = data.get("arguments", data.get("parameters", {}))
     if isinstance(arguments, str):
         try:
@@ -122,8 +125,22 @@ def parse_tool_call_json(body: str) -> tuple[str | None, dict[str, Any] | None, 
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        return name, None, f'"arguments" of {name} must be a JSON object, got {type(arguments).__name__}'
+        return name, None, f'"arguments" of {name} must be a JSON object, got {json_type(arguments)}'
     return name, arguments, None
+
+
+def json_type(value: Any) -> str:
+    """The JSON type of a parsed JSON value, as a model would name it: string, number, boolean, null, array,
+    object."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object" if isinstance(value, dict) else type(value).__name__
 
 
 def extract_answer(text: str) -> tuple[str | None, bool]:

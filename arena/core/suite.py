@@ -70,6 +70,9 @@ class Suite:
                     DatasetError) as the published loader reads the same file, under `--protocol original`;
                     this is where a suite fills the agent-facing `Task.layout` of its published requests
     original_turn_rule  raw model turn -> action, as the published pipeline reads text turns
+    original_scores_failures  whether, under `--protocol original`, an episode that ended in an error (a failed
+                    request: `arena.judges.metrics.ERRORED`) is still judged, because the published evaluator
+                    scores a failed request (e.g. as a fixed prediction); False: left out
     published_request  the fields its published script sends with every agent request (`PublishedRequest`),
                     sent under `--protocol original` unless the run gives them; None: not known
     metrics         (episode, verdict) rows of one group -> the suite's own figures; called as
@@ -91,6 +94,7 @@ class Suite:
     arena_variants: ClassVar[dict[str, dict[str, Any]]] = {}
     original_dataset_rules: ClassVar[dict[str, Callable[[Dataset], None]]] = {}
     original_turn_rule: ClassVar[TurnRule | None] = None
+    original_scores_failures: ClassVar[bool] = False
     published_request: ClassVar[PublishedRequest | None] = None
     metrics: ClassVar[Callable[..., dict[str, Any]] | None] = None
 

@@ -14,8 +14,10 @@ the last `<|im_start|>assistant` and then the last `</think>`/`</thinking>`. Let
    "answer is (X)" / "correct answer is (X)" (a colon and spaces may follow "is"); a bold `**...**` segment holding
    "(X)" (the last such segment); any "(X)"; `X)` or `X]` not preceded by a Latin letter; the last upper-case
    standalone letter. Matching of the first five is case-insensitive; the letter is upper-cased.
-Correct when the letter equals any accepted answer upper-cased. As an arena extension for its own tasks whose
-truth is an option's text, the letter of that option is accepted too (published truths are letters).
+Correct when the letter equals any accepted answer upper-cased (`check_answer`). As an arena extension for its own
+tasks whose truth is an option's text, the letter of that option is accepted too (`option_text=True`, published
+truths are letters): the arena protocol's variant (`--protocol arena`); under `--protocol original` the published
+rule alone.
 
 `mcq-strict` keeps the arena's own extraction (the episode's answer, case-insensitive tags, a lone letter must
 be the whole answer, a letter mentioned among others is not a choice).
@@ -24,6 +26,7 @@ be the whole answer, a letter mentioned among others is not a choice).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from arena.core.blobs import BlobStore
 from arena.core.judge import Judge, register_judge
@@ -31,6 +34,7 @@ from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 
 from .evidence import deterministic
+from .protocols import register_arena_variant
 from .normalized import final_output, visible_tail
 
 LETTERS = "ABCD"
@@ -113,9 +117,12 @@ def truth_letter(truth: str, options: list[str]) -> str:
     return (letter or truth.strip()[:1]).upper()
 
 
-def accepted_published(truths: list[str], options: list[str]) -> set[str]:
-    """Accepted answers upper-cased, plus the letter of any option whose text is a truth (arena extension)."""
+def accepted_published(truths: list[str], options: list[str], option_text: bool = False) -> set[str]:
+    """Accepted answers upper-cased (the published `check_answer`); with `option_text`, also the letter of any option
+    whose text is a truth (the arena extension)."""
     accepted = {t.upper() for t in truths}
+    if not option_text:
+        return accepted
     for i, option in enumerate(options[: len(LETTERS)]):
         if any(option.strip().lower() == t.strip().lower() for t in truths):
             accepted.add(LETTERS[i])
@@ -126,11 +133,17 @@ class MCQJudge(Judge):
     """The published letter cascade (see the module docstring)."""
 
     id = "mcq"
-    version = "2"
+    version = "3"
+
+    def __init__(self, option_text: bool = False):
+        self.option_text = option_text
+
+    def describe(self) -> dict[str, Any]:
+        return {"id": self.id, "version": self.version, "option_text": self.option_text}
 
     async def score(self, episode: Episode, blobs: BlobStore | None = None) -> Verdict:
         choice = extract_choice_published(final_output(episode))
-        accepted = accepted_published(episode.task.answers, episode.task.options)
+        accepted = accepted_published(episode.task.answers, episode.task.options, self.option_text)
         correct = choice is not None and choice in accepted
         rationale = "no option letter found" if choice is None else f"chose {choice}; accepted {sorted(accepted)}"
         return deterministic(self.verdict(episode, score=float(correct), correct=correct, extracted=choice,
@@ -152,8 +165,14 @@ class StrictMCQJudge(Judge):
 
 
 @register_judge("mcq")
-def mcq() -> MCQJudge:
-    return MCQJudge()
+def mcq(option_text: bool = False) -> MCQJudge:
+    """`option_text`: an option whose text is the truth counts as its letter (the arena protocol's extension)."""
+    if not isinstance(option_text, bool):
+        raise ValueError(f"option_text must be true or false, got {option_text!r}")
+    return MCQJudge(option_text=option_text)
+
+
+register_arena_variant("mcq", option_text=True)
 
 
 @register_judge("mcq-strict")

@@ -19,6 +19,8 @@ from arena.core.dataset import Dataset
 from arena.core.protocol import TurnRule
 from arena.core.suite import SUITES, PublishedRequest, suite_named
 
+from .metrics import ERRORED
+
 Protocol = Literal["original", "arena"]
 
 _ARENA_VARIANTS: dict[str, dict[str, Any]] = {}  # generic judges' own (a suite declares its judges' in its class)
@@ -76,6 +78,17 @@ def original_turn_rule(suite: str) -> TurnRule | None:
     suite's published pipeline classifies them; None: by `arena.core.protocol.parse_response`."""
     declared = suite_named(suite)
     return declared.original_turn_rule if declared is not None else None
+
+
+def judged(finish: str, suite: str, protocol: str | None) -> bool:
+    """Whether an episode that finished with `finish` is sent to a judge: every episode played to the end; one that
+    ended in an error (`ERRORED`: a failed request) only under `--protocol original` for a suite whose published
+    evaluator scores a failed request (`Suite.original_scores_failures`). The figures drawn from scores leave errored
+    episodes out all the same (`metrics.played_rows`); their verdicts count in `pass1_all` and the suites' figures."""
+    if finish not in ERRORED:
+        return True
+    declared = suite_named(suite) if protocol == "original" else None
+    return declared is not None and declared.original_scores_failures
 
 
 def original_dataset_rule(fmt: str) -> Callable[[Dataset], None] | None:

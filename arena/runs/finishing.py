@@ -6,7 +6,8 @@ parsing anything:
   format version set; `meta.cost` set from the agent's price, `arena.runs.pricing`), and `entry`, its index entry
   (`arena.store.run_index.entry_of`, offset 0: whoever appends it sets the offset);
 - `verdicts`: the verdicts.jsonl lines of the run judge's verdict and of the other judges the task names under
-  `--judge auto` (`also_judges`), unless the episode ended in an error (`ERRORED`: not judged). Judge calls go
+  `--judge auto` (`also_judges`), unless the episode ended in an error (`ERRORED`: not judged, except where the
+  published evaluator scores a failed request, `arena.judges.protocols.judged`). Judge calls go
   through the gate's slot of the judge endpoint and are recorded as calls.jsonl lines (role `judge`) by the sink
   given; the other judges' calls are not recorded (as the runner never did);
 - `brief`: the `EpisodeBrief` (with the verdict's `VerdictBrief`) the driver's stops, meter and progress read;
@@ -36,7 +37,8 @@ from arena.core.blobs import BlobStore
 from arena.core.trajectory import Episode, Usage
 from arena.endpoints import transcript
 from arena.endpoints.client import learned_params, restore_params
-from arena.judges.metrics import AUTO, ERRORED, judge_for, judge_for_task
+from arena.judges.metrics import AUTO, judge_for, judge_for_task
+from arena.judges.protocols import judged
 from arena.core.prompt_book import PromptBook
 from arena.store.run_index import Entry, entry_of
 from arena.store.shared_appends import SharedAppends
@@ -228,7 +230,7 @@ class Finisher:
         brief = EpisodeBrief.of(episode, cost, usage_cost(spent_usage(episode), price))
         verdicts: list[bytes] = []
         failure = None
-        if episode.finish_reason not in ERRORED:  # an episode not played to the end is not judged
+        if judged(episode.finish_reason, episode.task.suite, self.judges.protocol):  # errored: see `judged`
             try:
                 brief.verdict, verdicts = await self.judge(episode, blobs, calls)
             except Exception as exc:

@@ -17,7 +17,8 @@ from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 from arena.endpoints import transcript
 from arena.judges.agreement import Agreement, agreements
-from arena.judges.metrics import AUTO, ERRORED, judge_for, summarize
+from arena.judges.metrics import AUTO, judge_for, summarize
+from arena.judges.protocols import judged
 from arena.core.prompt_book import PromptBook
 from arena.store.lock import RunLock
 from arena.store.migrate import populations_of
@@ -67,7 +68,7 @@ async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, labe
                     prompts=PromptBook.load(recorded.get("prompts")))  # the run's prompts file, checked again
     name_of = (lambda e: label) if label else (lambda e: judge_for(e, judge))
     have = {(v.episode_id, v.judge) for v in verdicts if v.error is None}
-    todo = [e for e in episodes if e.finish_reason not in ERRORED  # an episode not played to the end is not judged
+    todo = [e for e in episodes if judged(e.finish_reason, e.task.suite, judges.protocol)
             and (redo or (e.id, name_of(e)) not in have)]
     slots = asyncio.Semaphore(concurrency)
     writer = RunWriter()  # verdicts, calls and judge-cache lines written off the event loop, in order

@@ -34,9 +34,9 @@ from arena.core.dataset import Dataset
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
 from arena.endpoints.client import LEARNED_PARAMS, learned_params, param_lines, restore_params
-from arena.judges.metrics import AUTO, ERRORED, judge_for_task
+from arena.judges.metrics import AUTO, judge_for_task
 from arena.core.prompt_book import PromptBook, prompts_note
-from arena.judges.protocols import published_request, sampling_differences
+from arena.judges.protocols import judged, published_request, sampling_differences
 from arena.judges.run_summary import summarize_scan
 from arena.store.lock import RunLock
 from arena.store.run_index import scan_lines
@@ -47,6 +47,7 @@ from arena.store.writer import RunWriter
 
 from .allocator import keep_freed_memory, startup_frozen
 from .backends import Backend, make_backend, prepare_workers
+from .backends.ray_address import ray_address_problem
 from .briefs import EpisodeBrief, VerdictBrief, own_steps
 from .config import RunConfig, slug
 from .finishing import Finished, Finisher, JudgeFailure, also_judges, landed, run_judges, submit
@@ -220,6 +221,8 @@ async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool
         judges.get(judge_id)
     check_judges(lambda task: judges.get(judge_for_task(task, config.judge or AUTO)), [t for _, t in bench.pairs])
     check_tool_options(config.tool_options, config.settings)
+    if config.backend == "ray" and (problem := ray_address_problem(config.ray_address)):
+        raise RuntimeError(problem)  # a cluster that cannot be reached: said at once, nothing written
     with RunLock(store.dir, "arena run"):  # checked before: a run that cannot start writes nothing
         return await _execute_locked(config, bench, progress=progress, force=force, on_start=on_start,
                                      run_id=run_id, store=store, judges=judges, also=also)
@@ -341,8 +344,8 @@ class RunSession:
         self.done = {key: entry for key, entry in self.store.index().latest().items() if entry.finish not in retried}
         families = plan_families(self.bench)
         self.verdicts_done = self.store.verdict_pairs()
-        unjudged = [self.store.read_episode(entry) for entry in self.done.values()  # an errored one is not judged
-                    if entry.finish not in ERRORED
+        unjudged = [self.store.read_episode(entry) for entry in self.done.values()  # an errored one: see `judged`
+                    if judged(entry.finish, entry.suite, self.config.protocol)
                     and (entry.id, judge_for_task(entry, self.judge_name)) not in self.verdicts_done]
         missing = sum(1 for f in families for c in f.cells if c.key not in self.done)
         return Work(families, self.done, unjudged, missing)
@@ -543,7 +546,9 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
     saying so (Ollama truncates to its num_ctx); and agents whose server's count stops at one ceiling (the
     highest count, reached in at least `ceiling_turns` turns) while the arena's estimate of those turns grows (by
     `ceiling_margin`) and past it: a fixed context the prompt is cut to (`arena.agents.truncation.CeilingWatch`, the
-    rule the OpenAI agent notes on each such step)."""
+    rule the OpenAI agent notes on each such step); else agents with a turn whose count fell well below the
+    endpoint's earlier counted/estimated ratio onto a ceiling (`CeilingWatch.ratio_cut`: seen on the first cut turn,
+    `ratio_cut_line`)."""
     cols = scan.cols
     per_group: dict[tuple, float] = {}
     spent: float | None = None
@@ -578,7 +583,18 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
               f"estimate grows to {w.grown}: it is probably cutting the prompt to a fixed context of {w.top} tokens and "
               f"answering from a cut conversation ({OLLAMA_REMEDY})"
               for agent, w in sorted(ceilings.items()) if agent not in worst and w.cut_to(ceiling_turns, ceiling_margin)]
+    lines += [ratio_cut_line(agent, w) for agent, w in sorted(ceilings.items())
+              if agent not in worst and not w.cut_to(ceiling_turns, ceiling_margin) and w.cut_example]
     return lines
+
+
+def ratio_cut_line(agent: str, watch: CeilingWatch) -> str:
+    """The summary's line for an agent whose server cut turns by the ratio rule (`CeilingWatch.ratio_cut`)."""
+    served, estimate, ratio = watch.cut_example or (0, 0, 0.0)
+    return (f"{agent}: in {watch.cut_turns} turn(s) the server's prompt count fell to a fixed context (e.g. {served} "
+            f"tokens for an estimated {estimate}, where its earlier turns counted {ratio:.2f} per estimated token): it "
+            f"is probably cutting the prompt to a fixed context of {served} tokens and answering from a cut "
+            f"conversation ({OLLAMA_REMEDY})")
 
 
 def add_judge_usage(summary: dict[str, Any], path: Path, upto: int, price: tuple[float, float] | None) -> None:

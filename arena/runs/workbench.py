@@ -186,7 +186,8 @@ class Workbench:
         instruction = self.prompts.format(dataset.format_template) if dataset.format_template \
             else dataset.format_instruction
         return Prompting(system_prompt=dataset.system_prompt, format_instruction=instruction,
-                         show_budget=self.config.show_budget, prompts=self.prompts)
+                         show_budget=self.config.show_budget, prompts=self.prompts,
+                         answer_form_required=self.config.protocol == "arena")
 
     def prompt_templates(self) -> list[str]:
         """The prompt templates the run's agent requests use (per agent, dataset, task layout and setting), and the

@@ -45,6 +45,8 @@ from arena.store.file_digests import TaskFileBlobs, remember, remembered, signat
 from arena.store.store import RunStore
 from arena.store.writer import RunWriter, settled
 
+from .ray_address import join_cluster
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -242,8 +244,10 @@ class RayBackend:
         if not ray.is_initialized():
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                        "runtime_env": ray_runtime_env()}
-            if config.ray_address:
+            if config.ray_address in ("auto", "local"):
                 ray.init(address=config.ray_address, **options)
+            elif config.ray_address:  # reachable (checked before the run opened), given JOIN_DEADLINE to answer
+                join_cluster(ray, config.ray_address, options)
             else:
                 ray.init(num_cpus=config.ray_workers or os.cpu_count() or 1, **options)
                 self.owns_cluster = True

@@ -6,8 +6,9 @@ of the last `\\boxed{...}` with spaces removed ("none", "null", "nan" in any cas
 the last whole-word `[A-Z]<digits>` or `None` token; else "None". It must equal the true label exactly (case
 matters) and to the true label as stored (`eval/metrics.py` `compute_metrics` compares the two strings as they
 are: a stored " A1" never matches). An empty reply is therefore the prediction "None", correct on None-truth
-items. Under `--protocol arena`: `no_answer="wrong"` keeps the arena's stricter choice (an episode with no answer
-scores 0) and `truth="stripped"` compares with the stored label stripped of surrounding spaces.
+items, and so is a request that failed (an episode that ended in an error, judged under `--protocol original`
+only: `Suite.original_scores_failures`). Under `--protocol arena`: `no_answer="wrong"` keeps the arena's stricter
+choice (an episode with no answer scores 0) and `truth="stripped"` compares with the stored label stripped of surrounding spaces.
 
 Metrics per domain and overall (the overall figures pool all items, not an
 average of domains), as percentages rounded to 2 decimals like the original:
@@ -27,7 +28,7 @@ from arena.suites.condchain.loader import parse_boxed, parse_task_id
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 
-from arena.judges.metrics import Row, score_of
+from arena.judges.metrics import ERRORED, Row, score_of
 
 
 def final_reply(episode: Episode) -> str:
@@ -63,6 +64,11 @@ class CondChainJudge(Judge):
         truth = self.true_label(episode)
         if episode.answer is None and self.no_answer == "wrong":
             return self.verdict(episode, score=0.0, correct=False, extracted=None, rationale="no answer")
+        if episode.finish_reason in ERRORED:  # judged only under --protocol original (judges.protocols.judged)
+            correct = truth == "None"
+            return self.verdict(episode, score=float(correct), correct=correct, extracted="None",
+                                rationale=f"the request failed ({episode.finish_reason}): the published get_answer "
+                                          f"predicts None; expected {truth}")
         predicted = parse_boxed(final_reply(episode))
         correct = predicted == truth
         return self.verdict(episode, score=float(correct), correct=correct, extracted=predicted,

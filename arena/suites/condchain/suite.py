@@ -31,6 +31,7 @@ class CondChain(Suite):
     world_checks = {"condchain-mini": CHECK, "condchain-mini-agentic": CHECK}
     arena_variants = {"condchain": {"no_answer": "wrong", "truth": "stripped"}}  # --protocol arena (docs/protocols.md)
     original_dataset_rules = {CONDCHAIN_LOADER.name: original_frames}
+    original_scores_failures = True  # the published get_answer predicts "None" when the request fails
     published_request = PUBLISHED_REQUEST
     metrics = condchain_metrics
 

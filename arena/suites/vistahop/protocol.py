@@ -8,7 +8,8 @@ Source: ahang0712/vistahop `evaluation/run_vistahop_eval.py` @1d6a961 (`parse_to
   closing tag: an unclosed `<tool_call>` is no call.
 - Every other turn ends the episode and is scored as the final output: a turn with no call, an empty turn, an
   unclosed call, a call whose JSON does not parse, and a call whose JSON is empty (`{}`, `[]`, `""`, `0`, `null`).
-- The tool name is the object's `"name"` (missing: the empty name, an unknown tool the model is told about); the
+- The tool name is the object's `"name"` (missing: the empty name, an unknown tool the model is told about; a name
+  that is not a string matches no tool: an unknown tool, its arguments unread, shown as its JSON); the
   arguments are its `"arguments"` only (`"parameters"` is not read; missing: none). The zoom tool takes its box
   from `bbox_2d`, else `bbox`, and always crops the task image (`img_idx` is not read); a box its crop raises on
   (inverted, unreadable coordinates: `zoom_crash`) makes the sample fail, scored 0.
@@ -113,6 +114,8 @@ def original_turn(text: str) -> ParsedAction:
                                           "fails on this sample and scores it 0")
             name = data.get("name", "")
             arguments = data.get("arguments", {})
+            if not isinstance(name, str):  # compared with the tool names only: an unknown tool, arguments unread
+                name = json.dumps(name)
             if name in READS_ARGUMENTS and not isinstance(arguments, dict):
                 return ParsedAction("invalid", tool=name, raw_call=body, reasoning=reasoning,
                                     error=f'{CRASH}: "arguments" of {name} is not a JSON object; the original '
@@ -126,8 +129,7 @@ def original_turn(text: str) -> ParsedAction:
                                         error=f"{CRASH}: {crash}; the original pipeline's crop raises here, the "
                                               "sample fails and scores 0")
                 arguments = zoom_arguments(arguments)
-            return ParsedAction("tool_call", tool=name if isinstance(name, str) else json.dumps(name),
-                                arguments=arguments, raw_call=body, reasoning=reasoning,
+            return ParsedAction("tool_call", tool=name, arguments=arguments, raw_call=body, reasoning=reasoning,
                                 ignored_calls=len(_CALL.findall(text)) - 1)
         if note is None:
             note = "the tool call is empty; the original pipeline ends the episode here"

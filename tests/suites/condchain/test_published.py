@@ -87,3 +87,73 @@ def test_the_loader_keeps_the_stored_label(tmp_path):
     (tmp_path / "natural.jsonl").write_text(json.dumps(item) + "\n")
     tasks = load_file(tmp_path / "natural.jsonl", tmp_path)
     assert [t.answers for t in tasks] == [[" A1"], ["None"]]
+
+
+def write_two_items(root):
+    """Two single-image items (four tasks): each true path's truth a label, each false path's None."""
+    from PIL import Image
+    (root / "images").mkdir(parents=True)
+    lines = []
+    for n, label in ((1, "B3"), (2, "A1")):
+        Image.new("RGB", (64, 48), (40 * n, 10, 10)).save(root / "images" / f"n{n}.jpg")
+        lines.append({"id": f"n{n}", "domain": "natural", "image": f"images/n{n}.jpg",
+                      "true_path": {"full_instruction": f"ITEM{n} TRUE", "correct_answer": label},
+                      "false_path": {"full_instruction": f"ITEM{n} FALSE", "correct_answer": "None"}})
+    (root / "natural.jsonl").write_text("".join(json.dumps(item) + "\n" for item in lines))
+    return root / "natural.jsonl"
+
+
+# per task (item, path): the reply, or None for a request the server fails (HTTP 500, no retry)
+REPLIES_BY_TASK = {("1", "TRUE"): "\\boxed{B3}", ("1", "FALSE"): None, ("2", "TRUE"): None,
+                   ("2", "FALSE"): "\\boxed{None}"}
+TRUTH_BY_TASK = {("1", "TRUE"): "B3", ("1", "FALSE"): "None", ("2", "TRUE"): "A1", ("2", "FALSE"): "None"}
+
+
+def failing_server(request):
+    from tests.support.openai_server import Reply
+    text = json.dumps(request["messages"])
+    task = next(k for k in REPLIES_BY_TASK if f"ITEM{k[0]} {k[1]}" in text)
+    reply = REPLIES_BY_TASK[task]
+    return Reply(status=500, error="upstream failure") if reply is None else reply
+
+
+@pytest.mark.parametrize("protocol", ["original", "arena"])
+def test_a_failed_request_is_the_prediction_none_under_original_and_left_out_under_arena(tmp_path, protocol):
+    """The published `get_answer` returns "None" when the request fails, correct on a None-truth item: under
+    `original` such an episode is judged so, in the suite's figures and in the Pass@1 that counts errors (the run is
+    still incomplete and says so); under `arena` it is not judged."""
+    from typer.testing import CliRunner
+
+    from arena.cli.main import app
+    from arena.store.store import RunStore
+    from tests.support.openai_server import OpenAIStub
+    data = write_two_items(tmp_path / "mm")
+    with OpenAIStub(failing_server) as server:
+        result = CliRunner().invoke(app, [
+            "run", "--data", str(data), "--agent", "openai", "--model", "m", "--base-url", server.base_url,
+            "--setting", "no-tool", "--max-rounds", "1", "--judge", "auto", "--out", str(tmp_path / "logs"),
+            "--run-id", "r", "--protocol", protocol, "--agent-option", "max_retries=0"])
+    output = " ".join(result.output.split())
+    assert result.exit_code != 0 and "run incomplete: 2 of 4 episode(s) ended in an error" in output, output
+    store = RunStore(tmp_path / "logs" / "r")
+    episodes = store.episodes()
+    verdicts = {v.episode_id: v for v in store.verdicts()}
+    failed = [e for e in episodes if e.finish_reason == "error"]
+    assert len(failed) == 2
+    # the reference: the published prediction of each task (a failed request predicts None), compared as stored
+    predicted = {key: ref_label(reply) if reply is not None else "None" for key, reply in REPLIES_BY_TASK.items()}
+    scores = {key: float(predicted[key] == TRUTH_BY_TASK[key]) for key in REPLIES_BY_TASK}
+    if protocol == "arena":
+        assert not any(e.id in verdicts for e in failed)
+        scores = {key: score if REPLIES_BY_TASK[key] is not None else 0.0 for key, score in scores.items()}
+    else:
+        assert all(verdicts[e.id].extracted == "None" and "request failed" in verdicts[e.id].rationale
+                   for e in failed)
+    group = json.loads((tmp_path / "logs" / "r" / "summary.json").read_text())["groups"][0]
+    assert group["pass1_all"] == pytest.approx(100 * sum(scores.values()) / len(scores))
+    played = [scores[k] for k, reply in REPLIES_BY_TASK.items() if reply is not None]
+    assert group["pass1"] == pytest.approx(100 * sum(played) / len(played))  # over the episodes played, either way
+    overall = group["suites"]["condchain"]["overall"]
+    for path, figure in (("TRUE", "true_acc"), ("FALSE", "false_acc")):
+        on_path = [score for key, score in scores.items() if key[1] == path]
+        assert overall[figure] == pytest.approx(round(100 * sum(on_path) / len(on_path), 2))

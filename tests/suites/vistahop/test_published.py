@@ -9,6 +9,7 @@ cases also pin the value the published evaluator gives (from the issue's example
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 import base64
 import io
 import math
@@ -222,6 +223,24 @@ def test_normalized_judge_equals_published_em(output, truths):
     verdict = asyncio.run(normalized().score(episode_with(output, truths)))
     assert verdict.extracted == ref_answer(recorded(output))
     assert verdict.correct == ref_em(recorded(output), truths)
+
+
+CITIES = ["Lyon", "Paris", "Nice", "Metz"]
+
+
+@pytest.mark.parametrize("output", MCQ_OUTPUTS)
+def test_an_option_text_truth_is_the_arena_protocols_extension_only(output):
+    """Truth "Paris" among the options Lyon/Paris/Nice/Metz: under `--protocol original` (the judge built as the run
+    builds it) the published check_answer alone, which never matches a letter to a city; under `arena` the letter of
+    the option whose text is the truth counts too."""
+    from arena.runs.judging import Judges
+    task_episode = episode_with(output, ["Paris"], "mcq")
+    task_episode.task.options = list(CITIES)
+    original = Judges("mcq", {}, Path("unused"), protocol="original").get("mcq")
+    arena = Judges("mcq", {}, Path("unused"), protocol="arena").get("mcq")
+    published = asyncio.run(original.score(task_episode))
+    assert published.correct == ref_mcq_correct(recorded(output), ["Paris"]) is False
+    assert asyncio.run(arena.score(task_episode)).correct == (ref_mcq(recorded(output)) == "B")
 
 
 def test_enough_tricky_outputs():

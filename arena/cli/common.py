@@ -18,21 +18,38 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from arena.judges.completeness import completeness, planned_of
 from arena.judges.metrics import ERRORED
 from arena.core.prompt_book import protocol_label
 from arena.review.rundata import RunData, load_run
-from arena.review.table import judge_warnings, legend_lines, repeat_lines, suite_headlines, summary_table, support_lines
+from arena.review.table import (errors_counted_as_wrong, judge_warnings, legend_lines, repeat_lines, suite_headlines,
+                                summary_table, support_lines)
 from arena.runs.briefs import EpisodeBrief, VerdictBrief
 from arena.runs.config import RunConfig
 from arena.runs.outage import ErrorTally
 from arena.runs.plugins import load_plugins
 from arena.runs.runner import RunResult, execute
 from arena.runs.stops import FAILED
+
+from .interrupts import INTERRUPTED_EXIT, RunGuard
 from arena.store.migrate import protocol_of
 from arena.store.records import HarnessCost
 from arena.store.store import RunStore
 
-console = Console(width=None if sys.stdout.isatty() else 160)
+READABLE_WIDTH = 80
+"""The width output that is not a terminal is laid out for when `COLUMNS` does not say one."""
+
+
+def output_width(environ: Any = os.environ, terminal: bool | None = None) -> int | None:
+    """The width the CLI lays its output out for: `COLUMNS` when set (a terminal's or a pipe's), else the terminal's
+    own (None: rich asks it), else `READABLE_WIDTH`."""
+    columns = str(environ.get("COLUMNS", "")).strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return None if (sys.stdout.isatty() if terminal is None else terminal) else READABLE_WIDTH
+
+
+console = Console(width=output_width())
 
 
 def split_values(values: list[str]) -> list[str]:
@@ -152,8 +169,24 @@ def plain_hooks() -> dict[str, Any]:
 def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path | None = None,
                           announce: str = "") -> RunResult:
     """Run with a progress bar (a terminal) or plain progress lines (a log); errors in the data or the config end
-    with a clear message. `announce` is printed when the run starts (data, judges and store checked)."""
-    def say() -> None:
+    with a clear message. `announce` is printed when the run starts (data, judges and store checked). A run refused
+    before it recorded anything leaves no run directory it created (`arena.cli.interrupts.RunGuard`); Ctrl-C prints
+    one line (what is kept, how to resume) and exits 130."""
+    guard = RunGuard()
+    try:
+        return _execute_with_progress(config, force, run_dir, announce, guard)
+    except KeyboardInterrupt:
+        console.print(guard.interrupted_line(), markup=False, highlight=False)
+        raise SystemExit(INTERRUPTED_EXIT) from None  # not typer.Exit: commands turn RuntimeErrors into errors
+    except Exception:
+        guard.refused()
+        raise
+
+
+def _execute_with_progress(config: RunConfig, force: bool, run_dir: Path | None, announce: str,
+                           guard: RunGuard) -> RunResult:
+    def say(todo: int, total: int) -> None:
+        guard.started(todo, total)
         if announce:
             console.print(announce, markup=False, highlight=False)
 
@@ -161,7 +194,8 @@ def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path 
         plain = PlainProgress(progress_every(), write=lambda text: console.print(text, markup=False,
                                                                                 highlight=False))
         return asyncio.run(execute(
-            config, force=force, run_dir=run_dir, on_start=lambda todo, total: (say(), plain.start(todo, total)),
+            config, force=force, run_dir=run_dir, on_open=guard.seen,
+            on_start=lambda todo, total: (say(todo, total), plain.start(todo, total)),
             progress=lambda episode, verdict: plain.episode(episode.finish_reason in ERRORED,
                                                             bool(verdict and verdict.correct and not verdict.error),
                                                             episode.error)))
@@ -171,7 +205,7 @@ def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path 
         state: dict[str, Any] = {"task": None, "correct": 0, "tally": ErrorTally()}
 
         def on_start(todo: int, total: int) -> None:
-            say()
+            say(todo, total)
             state["task"] = bar.add_task(f"episodes ({total - todo} already done)" if todo < total else "episodes",
                                          total=todo, status="")
 
@@ -183,16 +217,23 @@ def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path 
             bar.update(state["task"], advance=1,
                        status=escape(f"correct {state['correct']}  {state['tally'].line()}"))
 
-        return asyncio.run(execute(config, progress=on_episode, on_start=on_start, force=force, run_dir=run_dir))
+        return asyncio.run(execute(config, progress=on_episode, on_start=on_start, force=force, run_dir=run_dir,
+                                   on_open=guard.seen))
 
 
-def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None, legend: bool = False) -> None:
-    """A summary's table (with `legend`, what its columns mean under it), suite headlines, pass@k / majority@k,
-    judge-problem and run warnings."""
-    console.print(summary_table(summary, title=title))
+def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None, legend: bool = False,
+                  wide: bool = False, incomplete: str | None = None) -> None:
+    """A summary's table, first the run's `incomplete` line when it has one (`arena.judges.completeness`); with
+    `legend`, what its columns mean under it; with `wide`, every column (else the compact ones); then suite
+    headlines, pass@k / majority@k, judge-problem and run warnings."""
+    if incomplete:
+        console.print(f"[yellow]{escape(incomplete)}[/yellow]", highlight=False)
+    console.print(summary_table(summary, title=title, wide=wide))
     if legend:
-        for line in legend_lines(summary, console.width):
+        for line in legend_lines(summary, console.width, wide=wide):
             console.print(line, markup=False, highlight=False)
+    elif not wide and run_dir is not None:
+        console.print(f"more columns: arena summary {run_dir} --wide; what they mean: --legend", highlight=False)
     headlines = suite_headlines(summary)
     for line in support_lines(summary) + headlines + repeat_lines(summary):
         console.print(line, markup=False, highlight=False)
@@ -202,7 +243,7 @@ def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None, lege
         for line in HarnessCost.model_validate(summary["harness"]).lines():
             console.print(line, markup=False, highlight=False)
     for warning in judge_warnings(summary) + list(summary.get("warnings", [])):
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, emoji=False)
 
 
 def print_result(result: RunResult) -> None:
@@ -210,7 +251,10 @@ def print_result(result: RunResult) -> None:
         console.print(f"protocol: {result.summary['protocol']} (each suite's published pipeline)"
                       if result.summary["protocol"] == "original" else
                       "protocol: arena (the arena's turn handling; see docs/protocols.md)", highlight=False)
-    print_summary(result.summary, f"{result.run_id} (judge: {result.summary['judge']})", result.run_dir)
+    as_wrong = errors_counted_as_wrong(result.summary)
+    incomplete = completeness(result.summary, planned_of(result.summary)).line(result.run_dir, as_wrong=as_wrong)
+    print_summary(result.summary, f"{result.run_id} (judge: {result.summary['judge']})", result.run_dir,
+                  incomplete=incomplete)
     console.print(f"run directory: {result.run_dir}")
 
 
@@ -247,7 +291,7 @@ def run_problems(result: RunResult, max_error_share: float = 0.0) -> list[str]:
     if failed and failed == sum(finished.values()):
         store = RunStore(result.run_dir)
         error = store.read_episode(next(iter(store.index(persist=False).latest().values()))).error
-        first = error.splitlines()[0][:200] if error else ""
+        first = error.splitlines()[0] if error else ""  # whole: the console wraps it, never cuts it
         problems.append(f"every episode ({failed}) failed (error, rejected or context overflow), e.g. {first}")
     elif (errored := errored_problem(result.summary, result.run_dir, max_error_share)) is not None:
         problems.append(errored)
@@ -272,7 +316,7 @@ def finish_run(result: RunResult, lines: Sequence[str] = (), max_error_share: fl
         console.print(line, highlight=False)
     problems = run_problems(result, max_error_share)
     for problem in problems:
-        console.print(f"[red]run incomplete:[/red] {problem}", highlight=False)
+        console.print(f"[red]run incomplete:[/red] {escape(problem)}", highlight=False)
     if problems:
         raise typer.Exit(1)
 
@@ -280,6 +324,8 @@ def finish_run(result: RunResult, lines: Sequence[str] = (), max_error_share: fl
 def review_run(run_dir: str | Path, judge: str | None = None) -> RunData:
     """A run read back for a reviewing command, the plug-ins loaded first (reviewing code loads none itself: the
     suites' loaders give a run's task metadata, the tools replay its calls)."""
+    if not Path(run_dir).exists():
+        raise ValueError(f"{run_dir}: no such directory")
     load_plugins()
     return load_run(run_dir, judge)
 

@@ -23,7 +23,7 @@ from arena.core.prompt_book import protocol_label
 from arena.store.records import HarnessCost
 from arena.store.scan import model_call_counts_scan
 
-from .compare import COLUMNS, compare_runs
+from .compare import COLUMNS, DETAIL_COLUMNS, compare_runs
 from .failures import LABELS, Record, failure_groups, verdict_records
 from .plot import sweep_png
 from .report_table import Table
@@ -109,8 +109,8 @@ def compare_tables(runs: list[RunData]) -> list[Table]:
             pairs = compare_runs(runs[0], other)
         except ValueError:
             continue
-        table = Table(f"Paired comparison: A = {runs[0].run_id}, B = {other.run_id}", list(COLUMNS))
-        table.rows.extend(c.row() for c in pairs)
+        table = Table(f"Paired comparison: A = {runs[0].run_id}, B = {other.run_id}", COLUMNS + DETAIL_COLUMNS)
+        table.rows.extend(c.row() + c.detail_cells() for c in pairs)
         tables.append(table)
     return tables
 

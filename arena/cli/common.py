@@ -120,6 +120,11 @@ class PlainProgress:
         self.started = self.last = 0.0
 
     def start(self, todo: int, total: int) -> None:
+        """The first run's start line; a later run of the same command (`arena world check`'s baselines) only
+        adds its episodes to the count, so the line is said once."""
+        if self.total:
+            self.todo, self.total = self.todo + todo, self.total + total
+            return
         self.todo, self.total = todo, total
         self.started = self.last = self.clock()
         self.write(f"progress: {todo} episode(s) to run or judge of {total} in the grid "

@@ -228,11 +228,13 @@ def _execute_with_progress(config: RunConfig, force: bool, run_dir: Path | None,
 
 def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None, legend: bool = False,
                   wide: bool = False, incomplete: str | None = None) -> None:
-    """A summary's table, first the run's `incomplete` line when it has one (`arena.judges.completeness`); with
-    `legend`, what its columns mean under it; with `wide`, every column (else the compact ones); then suite
-    headlines, pass@k / majority@k, judge-problem and run warnings."""
+    """A summary's table, first the run's `incomplete` line when it has one (`arena.judges.completeness`) and the
+    run's warnings (the data's, the endpoints'); with `legend`, what its columns mean under it; with `wide`, every
+    column (else the compact ones); then suite headlines, pass@k / majority@k and judge problems."""
     if incomplete:
         console.print(f"[yellow]{escape(incomplete)}[/yellow]", highlight=False)
+    for warning in dict.fromkeys(summary.get("warnings", [])):  # what the data and the endpoints said, first
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, emoji=False)
     console.print(summary_table(summary, title=title, wide=wide))
     if legend:
         for line in legend_lines(summary, console.width, wide=wide):
@@ -247,7 +249,7 @@ def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None, lege
     if summary.get("harness"):
         for line in HarnessCost.model_validate(summary["harness"]).lines():
             console.print(line, markup=False, highlight=False)
-    for warning in judge_warnings(summary) + list(summary.get("warnings", [])):
+    for warning in judge_warnings(summary):
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, emoji=False)
 
 

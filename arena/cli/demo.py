@@ -70,7 +70,8 @@ def run_demo(console: Console, out: Path, worlds: Path, size: str = "small") -> 
         viewer = write_viewer([load_run(result.run_dir)], result.run_dir / "viewer.html")
         console.print(summary_table(result.summary, title=f"{agent} on {WORLD}-{size} (judge: normalized)"))
         console.print(f"  run directory: {result.run_dir}   viewer: {viewer}")
-    console.print("what the columns mean (any run: arena summary RUN --legend):")
+    console.print("what the columns mean (any run: arena summary RUN --legend; every column: arena summary RUN "
+                  "--wide --legend):", highlight=False)
     every_group = {"groups": [g for r in results for g in r.summary.get("groups", [])]}
     for line in legend_lines(every_group, console.width):
         console.print(line, highlight=False, markup=False)

@@ -104,8 +104,9 @@ def config_file_callback(ctx: typer.Context, param: Any, value: Any) -> Any:
 
 
 def fail(message: str) -> None:
-    """Print one error line and exit with status 2 (usage or data error)."""
-    console.print(f"[red]error:[/red] {message}")
+    """Print one error line and exit with status 2 (usage or data error): never wrapped or cut (a terminal wraps
+    it), so a log keeps it on one line."""
+    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -181,7 +182,7 @@ def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path 
     try:
         return _execute_with_progress(config, force, run_dir, announce, guard)
     except KeyboardInterrupt:
-        console.print(guard.interrupted_line(), markup=False, highlight=False)
+        console.print(guard.interrupted_line(), markup=False, highlight=False, soft_wrap=True)
         raise SystemExit(INTERRUPTED_EXIT) from None  # not typer.Exit: commands turn RuntimeErrors into errors
     except Exception:
         guard.refused()

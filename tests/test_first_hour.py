@@ -175,6 +175,8 @@ def test_ctrl_c_says_what_is_kept_and_how_to_resume(slow_server: str, tmp_path: 
     assert "run A" not in compared
     report = " ".join(cli.invoke(app, ["report", str(run_dir), "--out", str(tmp_path / "rep")]).output.split())
     assert report.startswith(f"warning: slow is incomplete: {6 - kept} of 6")
+    html_report = (tmp_path / "rep" / "report.html").read_text()
+    assert html_report.index("class=incomplete") < html_report.index("<table")
     viewed = cli.invoke(app, ["view", str(run_dir)])
     assert viewed.exit_code == 0 and " ".join(viewed.output.split()).startswith("warning: slow is incomplete")
     page = (run_dir / "viewer.html").read_text()

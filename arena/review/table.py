@@ -55,7 +55,7 @@ LEFT_COLUMNS = ("agent", "setting", "finish")
 def summary_table(summary: dict[str, Any], title: str | None = None, wide: bool = False) -> Table:
     """Per (agent, setting, max rounds): the episodes, Pass@1 (± std over repeats, 95 % CI), errored episodes and
     finish reasons (`COMPACT_COLUMNS`); with `wide`, also per level, tool use, judge errors, unjudged episodes,
-    tokens, seconds and cost (`WIDE_COLUMNS`). Pass@1 is over the episodes played to the end, errored ones counted
+    tokens and seconds (`WIDE_COLUMNS`); the cost when a price is known, either way. Pass@1 is over the episodes played to the end, errored ones counted
     apart, or under `--protocol original` with them counted as wrong; the caption says which. No cell is ever cut:
     names and finish reasons wrap when the terminal is narrow."""
     title = title or f"judge: {summary.get('judge')}"
@@ -67,7 +67,7 @@ def summary_table(summary: dict[str, Any], title: str | None = None, wide: bool 
                   title_justify="left",
                   caption=(ERRORED_AS_WRONG if errors_counted_as_wrong(summary) else ERRORED_LEFT_OUT)
                   if errored else None)
-    costed = wide and any(g.get("cost") is not None for g in summary.get("groups", []))
+    costed = any(g.get("cost") is not None for g in summary.get("groups", []))  # dollars are always worth a column
     for name in (WIDE_COLUMNS if wide else COMPACT_COLUMNS) + (("cost $",) if costed else ()):
         left = name in LEFT_COLUMNS
         table.add_column(name, justify="left" if left else "right", no_wrap=not left,

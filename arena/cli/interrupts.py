@@ -34,22 +34,24 @@ class RunGuard:
         self.run_dir, self.created = Path(run_dir), not Path(run_dir).exists()
 
     def started(self, todo: int, total: int) -> None:
-        """The grid's size, as the runner reports it when the playing starts."""
+        """The grid's size (`total`), as the runner reports it when the playing starts (`todo`: what is left)."""
         self.planned = total
+
+    def wrote_episodes(self) -> bool:
+        """Whether any byte of an episode record was written in the run directory."""
+        episodes = RunStore(self.run_dir).episodes_path if self.run_dir is not None else None
+        return episodes is not None and episodes.is_file() and episodes.stat().st_size > 0
 
     def recorded(self) -> dict[str, str]:
         """Episode key -> finish reason of the latest record of each episode in the run directory (none: empty)."""
-        if self.run_dir is None:
+        if self.run_dir is None or not self.wrote_episodes():
             return {}
-        store = RunStore(self.run_dir)
-        if not store.episodes_path.is_file() or store.episodes_path.stat().st_size == 0:
-            return {}
-        return {key: entry.finish for key, entry in store.index(persist=False).latest().items()}
+        return {key: entry.finish for key, entry in RunStore(self.run_dir).index(persist=False).latest().items()}
 
     def refused(self) -> bool:
         """Remove the run directory if this invocation created it and no episode was recorded in it; whether it
         was removed."""
-        if self.run_dir is None or not self.created or not self.run_dir.is_dir() or self.recorded():
+        if self.run_dir is None or not self.created or not self.run_dir.is_dir() or self.wrote_episodes():
             return False
         shutil.rmtree(self.run_dir, ignore_errors=True)
         return not self.run_dir.exists()
@@ -58,7 +60,11 @@ class RunGuard:
         """The one line a Ctrl-C prints: what is kept, what will be played again, and how to go on."""
         if self.run_dir is None:
             return "interrupted before the run directory was opened: nothing was recorded"
-        finishes = self.recorded()
+        try:
+            finishes = self.recorded()
+        except (OSError, ValueError) as exc:  # the line is still said, with what could not be read
+            return (f"interrupted: the episodes kept in {self.run_dir} could not be counted ({exc}); those in flight "
+                    f"were not recorded and will be played again by `arena resume {self.run_dir}`")
         kept = sum(1 for finish in finishes.values() if finish not in ERRORED)
         errored = len(finishes) - kept
         of = f" of {self.planned}" if self.planned else ""

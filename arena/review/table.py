@@ -55,9 +55,9 @@ LEFT_COLUMNS = ("agent", "setting", "finish")
 def summary_table(summary: dict[str, Any], title: str | None = None, wide: bool = False) -> Table:
     """Per (agent, setting, max rounds): the episodes, Pass@1 (± std over repeats, 95 % CI), errored episodes and
     finish reasons (`COMPACT_COLUMNS`); with `wide`, also per level, tool use, judge errors, unjudged episodes,
-    tokens and seconds (`WIDE_COLUMNS`); the cost when a price is known, either way. Pass@1 is over the episodes played to the end, errored ones counted
-    apart, or under `--protocol original` with them counted as wrong; the caption says which. No cell is ever cut:
-    names and finish reasons wrap when the terminal is narrow."""
+    tokens and seconds (`WIDE_COLUMNS`); the cost when a price is known, either way. Pass@1 is over the episodes
+    played to the end, errored ones counted apart, or under `--protocol original` with them counted as wrong; the
+    caption says which. No cell is ever cut: names and finish reasons wrap when the terminal is narrow."""
     title = title or f"judge: {summary.get('judge')}"
     if summary.get("protocol") and "protocol:" not in title:
         title += f" · protocol: {protocol_label(summary['protocol'], summary.get('prompts'))}"

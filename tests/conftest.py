@@ -13,7 +13,7 @@ load_plugins()
 os.environ.setdefault("ARENA_CACHE_DIR", tempfile.mkdtemp(prefix="arena-test-cache-"))
 # the CLI lays its output out for $COLUMNS (80 when unset and not a terminal) and wraps long messages there; tests
 # read messages whole at a wide width (set before `arena.cli` is imported); tests of widths set their own
-os.environ.setdefault("COLUMNS", "200")
+os.environ["COLUMNS"] = "200"
 
 
 @pytest.fixture

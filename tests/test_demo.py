@@ -21,11 +21,11 @@ def test_every_column_and_finish_reason_has_a_meaning() -> None:
              "avg_rounds": 1.0, "tool_utilisation": 0.0, "invalid_calls": 0, "cost": 0.5,
              "finish_reasons": {reason: 1 for reason in get_args(FinishReason)}}
     summary = {"judge": "normalized", "groups": [group]}
-    headers = [str(c.header) for c in summary_table(summary).columns]
+    headers = [str(c.header) for c in summary_table(summary, wide=True).columns]
     assert "cost $" in headers
     assert [h for h in headers if not COLUMN_MEANINGS.get(h)] == []
     assert [r for r in get_args(FinishReason) if not FINISH_MEANINGS.get(r)] == []
-    text = "\n".join(legend_lines(summary, width=80))
+    text = "\n".join(legend_lines(summary, width=80, wide=True))
     assert all(len(line) <= 80 for line in text.splitlines())
     for header in headers:
         assert re.search(rf"^  {re.escape(header)}  ", text, re.M), header
@@ -39,8 +39,9 @@ def test_the_demo_says_what_its_agents_are_and_what_its_columns_mean(tmp_path: P
     for agent in AGENTS:
         assert f"{agent} {' '.join(AGENT_ROLES[agent].split())}" in out
     legend = out.split("what the columns mean", 1)[1]
-    for header in ("Pass@1 % [95% CI]", "util %", "inval", "j.err", "unjud", "finish"):
+    for header in ("Pass@1 % [95% CI]", "errored", "finish"):  # the compact table's columns
         assert f"{header} {' '.join(COLUMN_MEANINGS[header].split())}" in legend
+    assert "arena summary RUN --wide" in out
     assert "answered the agent answered within its N rounds" in legend
     # the tiny world's oracle runs out of rounds at N = 10 on its longest chains: the final-answer turn is explained
     oracle = json.loads(next((tmp_path / "logs").glob("vistahop-mini-oracle-*/summary.json")).read_text())
@@ -57,5 +58,8 @@ def test_summary_legend_on_request(tiny_data: Path, tmp_path: Path) -> None:
     assert ran.exit_code == 0, ran.output
     plain = runner.invoke(app, ["summary", str(tmp_path / "logs" / "r")])
     legend = runner.invoke(app, ["summary", str(tmp_path / "logs" / "r"), "--legend"])
-    assert "tool utilisation" not in plain.output
-    assert "tool utilisation" in legend.output and "answered" in legend.output.split("finish reasons:", 1)[1]
+    wide = runner.invoke(app, ["summary", str(tmp_path / "logs" / "r"), "--legend", "--wide"])
+    assert "tool utilisation" not in plain.output and "util %" not in plain.output
+    assert "episodes in the row" in legend.output and "answered" in legend.output.split("finish reasons:", 1)[1]
+    assert "util %" not in legend.output  # the compact table's columns only
+    assert "util %" in wide.output and "tool utilisation" in wide.output

@@ -58,7 +58,10 @@ def test_the_run_reports_what_the_harness_cost_and_the_figures_are_recomputable(
     resumed = cli.invoke(app, ["resume", str(result.run_dir)], terminal_width=400)
     assert resumed.exit_code == 0, resumed.output
     assert json.loads(RunStore(result.run_dir).summary_path.read_text())["harness"] == written["harness"]
-    assert "harness share of episode time" in resumed.output and "driver CPU" in resumed.output
+    said = " ".join(resumed.output.split())
+    # the line adds up for a reader: episode time = model calls + harness (tools + the rest)
+    assert (f"episode time {h.episode_seconds:.2f} s (summed over the played episodes) = model calls "
+            f"{h.model_seconds:.2f} s + harness {h.harness_seconds:.2f} s") in said and "driver CPU" in said
 
 
 def test_the_hint_names_more_workers_only_when_the_driver_saturates_a_core() -> None:

@@ -6,6 +6,7 @@ and answers with the real server's wording (tests/support/real_server.py, tests/
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 
@@ -57,6 +58,11 @@ def test_the_tour_model_step_with_nothing_listening_stops_within_30_s_naming_the
     assert episodes and len(episodes) < 4 * 3 * 5, "the run stopped instead of burning its grid"
     assert all(e.finish_reason == "error" for e in episodes)
     assert store.verdicts() == [], "an errored episode is not sent to the judge"
+    # its summary says first how much of the grid was never played (issue 36), not only "errored"
+    summary = " ".join(cli.invoke(app, ["summary", str(store.dir)]).output.split())
+    assert summary.startswith(f"incomplete: {60 - len(episodes)} of 60 episodes never played, {len(episodes)} "
+                              "errored (in Pass@1 as the published script scores a failed request); 0 played to the "
+                              "end"), summary  # the tour's data is in a published format: protocol original
     print(f"\ntour step 3, nothing listening: exit {result.exit_code} after {took:.1f} s, "
           f"{len(episodes)} of 60 episodes recorded")
 
@@ -103,13 +109,22 @@ def test_spent_serper_keys_exit_non_zero_and_the_table_separates_the_errored_epi
     assert "errored" in summary_output.output
     run_dir = str(tmp_path / "logs" / "serper")
     compared = " ".join(cli.invoke(app, ["compare", run_dir, run_dir]).output.split())
-    assert "1/1 (left out)" in compared and "left out of both sides" in compared
+    row = compared.split("─ ", 1)[1]  # the table's row (on a narrow terminal its group wraps: "· N=4" under it)
+    assert re.match(r"text_search_tool (· N=4 )?2 50\.00 50\.00 \+0\.00 \[\+0\.00, \+0\.00\] 1 1/1 ", row), row
+    assert "left out of both sides" in compared
+    assert f"warning: run A (serper) is incomplete: 1 of 3 episodes errored (left out of Pass@1)" in compared
     # under --protocol original the errored episode counts as wrong over all three, and the table says so
     said = " ".join(original.output.split())
     assert original.exit_code == 1, said
     group = json.loads((tmp_path / "logs" / "serper-original" / "summary.json").read_text())["groups"][0]
     assert group["errored"] == 1 and f"{group['pass1_all']:.2f}" in said
     assert "counts errored episodes (error, rejected, context overflow) as wrong over every episode" in said
+    # that Pass@1 never stands without the line saying how many episodes errored, before the table
+    line = ("incomplete: 1 of 3 episodes errored (in Pass@1 as the published script scores a failed request); 2 "
+            "played to the end")
+    assert line in said and said.index(line) < said.index(f"{group['pass1_all']:.2f}")
+    resummed = " ".join(cli.invoke(app, ["summary", str(tmp_path / "logs" / "serper-original")]).output.split())
+    assert resummed.startswith(line)
 
 
 def refusing_policy(request):

@@ -18,21 +18,38 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from arena.judges.completeness import completeness, planned_of
 from arena.judges.metrics import ERRORED
 from arena.core.prompt_book import protocol_label
 from arena.review.rundata import RunData, load_run
-from arena.review.table import judge_warnings, legend_lines, repeat_lines, suite_headlines, summary_table, support_lines
+from arena.review.table import (errors_counted_as_wrong, judge_warnings, legend_lines, repeat_lines, suite_headlines,
+                                summary_table, support_lines)
 from arena.runs.briefs import EpisodeBrief, VerdictBrief
 from arena.runs.config import RunConfig
 from arena.runs.outage import ErrorTally
 from arena.runs.plugins import load_plugins
 from arena.runs.runner import RunResult, execute
 from arena.runs.stops import FAILED
+
+from .interrupts import INTERRUPTED_EXIT, RunGuard
 from arena.store.migrate import protocol_of
 from arena.store.records import HarnessCost
 from arena.store.store import RunStore
 
-console = Console(width=None if sys.stdout.isatty() else 160)
+READABLE_WIDTH = 80
+"""The width output that is not a terminal is laid out for when `COLUMNS` does not say one."""
+
+
+def output_width(environ: Any = os.environ, terminal: bool | None = None) -> int | None:
+    """The width the CLI lays its output out for: `COLUMNS` when set (a terminal's or a pipe's), else the terminal's
+    own (None: rich asks it), else `READABLE_WIDTH`."""
+    columns = str(environ.get("COLUMNS", "")).strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return None if (sys.stdout.isatty() if terminal is None else terminal) else READABLE_WIDTH
+
+
+console = Console(width=output_width())
 
 
 def split_values(values: list[str]) -> list[str]:
@@ -87,8 +104,9 @@ def config_file_callback(ctx: typer.Context, param: Any, value: Any) -> Any:
 
 
 def fail(message: str) -> None:
-    """Print one error line and exit with status 2 (usage or data error)."""
-    console.print(f"[red]error:[/red] {message}")
+    """Print one error line and exit with status 2 (usage or data error): never wrapped or cut (a terminal wraps
+    it), so a log keeps it on one line."""
+    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -103,6 +121,11 @@ class PlainProgress:
         self.started = self.last = 0.0
 
     def start(self, todo: int, total: int) -> None:
+        """The first run's start line; a later run of the same command (`arena world check`'s baselines) only
+        adds its episodes to the count, so the line is said once."""
+        if self.total:
+            self.todo, self.total = self.todo + todo, self.total + total
+            return
         self.todo, self.total = todo, total
         self.started = self.last = self.clock()
         self.write(f"progress: {todo} episode(s) to run or judge of {total} in the grid "
@@ -152,8 +175,24 @@ def plain_hooks() -> dict[str, Any]:
 def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path | None = None,
                           announce: str = "") -> RunResult:
     """Run with a progress bar (a terminal) or plain progress lines (a log); errors in the data or the config end
-    with a clear message. `announce` is printed when the run starts (data, judges and store checked)."""
-    def say() -> None:
+    with a clear message. `announce` is printed when the run starts (data, judges and store checked). A run refused
+    before it recorded anything leaves no run directory it created (`arena.cli.interrupts.RunGuard`); Ctrl-C prints
+    one line (what is kept, how to resume) and exits 130."""
+    guard = RunGuard()
+    try:
+        return _execute_with_progress(config, force, run_dir, announce, guard)
+    except KeyboardInterrupt:
+        console.print(guard.interrupted_line(), markup=False, highlight=False, soft_wrap=True)
+        raise SystemExit(INTERRUPTED_EXIT) from None  # not typer.Exit: commands turn RuntimeErrors into errors
+    except Exception:
+        guard.refused()
+        raise
+
+
+def _execute_with_progress(config: RunConfig, force: bool, run_dir: Path | None, announce: str,
+                           guard: RunGuard) -> RunResult:
+    def say(todo: int, total: int) -> None:
+        guard.started(todo, total)
         if announce:
             console.print(announce, markup=False, highlight=False)
 
@@ -161,7 +200,8 @@ def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path 
         plain = PlainProgress(progress_every(), write=lambda text: console.print(text, markup=False,
                                                                                 highlight=False))
         return asyncio.run(execute(
-            config, force=force, run_dir=run_dir, on_start=lambda todo, total: (say(), plain.start(todo, total)),
+            config, force=force, run_dir=run_dir, on_open=guard.seen,
+            on_start=lambda todo, total: (say(todo, total), plain.start(todo, total)),
             progress=lambda episode, verdict: plain.episode(episode.finish_reason in ERRORED,
                                                             bool(verdict and verdict.correct and not verdict.error),
                                                             episode.error)))
@@ -171,7 +211,7 @@ def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path 
         state: dict[str, Any] = {"task": None, "correct": 0, "tally": ErrorTally()}
 
         def on_start(todo: int, total: int) -> None:
-            say()
+            say(todo, total)
             state["task"] = bar.add_task(f"episodes ({total - todo} already done)" if todo < total else "episodes",
                                          total=todo, status="")
 
@@ -183,16 +223,25 @@ def execute_with_progress(config: RunConfig, force: bool = False, run_dir: Path 
             bar.update(state["task"], advance=1,
                        status=escape(f"correct {state['correct']}  {state['tally'].line()}"))
 
-        return asyncio.run(execute(config, progress=on_episode, on_start=on_start, force=force, run_dir=run_dir))
+        return asyncio.run(execute(config, progress=on_episode, on_start=on_start, force=force, run_dir=run_dir,
+                                   on_open=guard.seen))
 
 
-def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None, legend: bool = False) -> None:
-    """A summary's table (with `legend`, what its columns mean under it), suite headlines, pass@k / majority@k,
-    judge-problem and run warnings."""
-    console.print(summary_table(summary, title=title))
+def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None, legend: bool = False,
+                  wide: bool = False, incomplete: str | None = None) -> None:
+    """A summary's table, first the run's `incomplete` line when it has one (`arena.judges.completeness`) and the
+    run's warnings (the data's, the endpoints'); with `legend`, what its columns mean under it; with `wide`, every
+    column (else the compact ones); then suite headlines, pass@k / majority@k and judge problems."""
+    if incomplete:
+        console.print(f"[yellow]{escape(incomplete)}[/yellow]", highlight=False)
+    for warning in dict.fromkeys(summary.get("warnings", [])):  # what the data and the endpoints said, first
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, emoji=False)
+    console.print(summary_table(summary, title=title, wide=wide))
     if legend:
-        for line in legend_lines(summary, console.width):
+        for line in legend_lines(summary, console.width, wide=wide):
             console.print(line, markup=False, highlight=False)
+    elif not wide and run_dir is not None:
+        console.print(f"more columns: arena summary {run_dir} --wide; what they mean: --legend", highlight=False)
     headlines = suite_headlines(summary)
     for line in support_lines(summary) + headlines + repeat_lines(summary):
         console.print(line, markup=False, highlight=False)
@@ -201,8 +250,8 @@ def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None, lege
     if summary.get("harness"):
         for line in HarnessCost.model_validate(summary["harness"]).lines():
             console.print(line, markup=False, highlight=False)
-    for warning in judge_warnings(summary) + list(summary.get("warnings", [])):
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+    for warning in judge_warnings(summary):
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, emoji=False)
 
 
 def print_result(result: RunResult) -> None:
@@ -210,7 +259,10 @@ def print_result(result: RunResult) -> None:
         console.print(f"protocol: {result.summary['protocol']} (each suite's published pipeline)"
                       if result.summary["protocol"] == "original" else
                       "protocol: arena (the arena's turn handling; see docs/protocols.md)", highlight=False)
-    print_summary(result.summary, f"{result.run_id} (judge: {result.summary['judge']})", result.run_dir)
+    as_wrong = errors_counted_as_wrong(result.summary)
+    incomplete = completeness(result.summary, planned_of(result.summary)).line(result.run_dir, as_wrong=as_wrong)
+    print_summary(result.summary, f"{result.run_id} (judge: {result.summary['judge']})", result.run_dir,
+                  incomplete=incomplete)
     console.print(f"run directory: {result.run_dir}")
 
 
@@ -227,8 +279,9 @@ def errored_problem(summary: dict[str, Any], run_dir: Any, max_error_share: floa
     how = ", ".join(f"{finished[r]} {r.replace('_', ' ')}" for r in ERRORED if finished.get(r))
     again = "`arena resume " + str(run_dir) + "`" + (" --retry-errors" if errored > finished.get("error", 0) else "")
     allowed = f" (more than --max-error-share {max_error_share:g})" if max_error_share else ""
-    return (f"{errored} of {total} episode(s) ended in an error ({how}){allowed}: they are left out of Pass@1, "
-            f"counted apart; {again} plays them again")
+    counted = ("they count in Pass@1 as the published script scores a failed request" if
+               errors_counted_as_wrong(summary) else "they are left out of Pass@1, counted apart")
+    return f"{errored} of {total} episode(s) ended in an error ({how}){allowed}: {counted}; {again} plays them again"
 
 
 def run_problems(result: RunResult, max_error_share: float = 0.0) -> list[str]:
@@ -247,7 +300,7 @@ def run_problems(result: RunResult, max_error_share: float = 0.0) -> list[str]:
     if failed and failed == sum(finished.values()):
         store = RunStore(result.run_dir)
         error = store.read_episode(next(iter(store.index(persist=False).latest().values()))).error
-        first = error.splitlines()[0][:200] if error else ""
+        first = error.splitlines()[0] if error else ""  # whole: the console wraps it, never cuts it
         problems.append(f"every episode ({failed}) failed (error, rejected or context overflow), e.g. {first}")
     elif (errored := errored_problem(result.summary, result.run_dir, max_error_share)) is not None:
         problems.append(errored)
@@ -272,7 +325,7 @@ def finish_run(result: RunResult, lines: Sequence[str] = (), max_error_share: fl
         console.print(line, highlight=False)
     problems = run_problems(result, max_error_share)
     for problem in problems:
-        console.print(f"[red]run incomplete:[/red] {problem}", highlight=False)
+        console.print(f"[red]run incomplete:[/red] {escape(problem)}", highlight=False)
     if problems:
         raise typer.Exit(1)
 
@@ -280,6 +333,8 @@ def finish_run(result: RunResult, lines: Sequence[str] = (), max_error_share: fl
 def review_run(run_dir: str | Path, judge: str | None = None) -> RunData:
     """A run read back for a reviewing command, the plug-ins loaded first (reviewing code loads none itself: the
     suites' loaders give a run's task metadata, the tools replay its calls)."""
+    if not Path(run_dir).exists():
+        raise ValueError(f"{run_dir}: no such directory")
     load_plugins()
     return load_run(run_dir, judge)
 

@@ -12,6 +12,7 @@ reasons mean (`arena.runs.table.legend_lines`)."""
 from __future__ import annotations
 
 import asyncio
+import textwrap
 from pathlib import Path
 
 from rich.console import Console
@@ -57,8 +58,10 @@ def run_demo(console: Console, out: Path, worlds: Path, size: str = "small") -> 
     tasks = [t for d in load_datasets(world) for t in d.tasks]
     needed = max(len(t.metadata.get("gold_path", {}).get("steps", [])) for t in tasks) + 1
     console.print("agents, each a scripted policy run through the arena (tools, budget, judge, run store):")
-    for agent in AGENTS:
-        console.print(f"  {agent:<9}  {AGENT_ROLES[agent]}", highlight=False)
+    for agent in AGENTS:  # each role wrapped under its own start
+        for line in textwrap.wrap(AGENT_ROLES[agent], max(console.width, 40), initial_indent=f"  {agent:<9}  ",
+                                  subsequent_indent=" " * 13):
+            console.print(line, highlight=False, markup=False)
     results = []
     for agent in AGENTS:
         budgets = sorted({10, needed}) if agent == "oracle" else [10]
@@ -70,7 +73,8 @@ def run_demo(console: Console, out: Path, worlds: Path, size: str = "small") -> 
         viewer = write_viewer([load_run(result.run_dir)], result.run_dir / "viewer.html")
         console.print(summary_table(result.summary, title=f"{agent} on {WORLD}-{size} (judge: normalized)"))
         console.print(f"  run directory: {result.run_dir}   viewer: {viewer}")
-    console.print("what the columns mean (any run: arena summary RUN --legend):")
+    console.print("what the columns mean (any run: arena summary RUN --legend; every column: arena summary RUN "
+                  "--wide --legend):", highlight=False)
     every_group = {"groups": [g for r in results for g in r.summary.get("groups", [])]}
     for line in legend_lines(every_group, console.width):
         console.print(line, highlight=False, markup=False)

@@ -1,12 +1,13 @@
 """How `arena ... --help` lays out, on top of typer's rich help (issue 31: what a newcomer sees first).
 
-- An option's name is never cut: typer gives an option's negative form (`--no-strict-answers`) a column of its own
-  and lets rich shorten every column when the terminal is narrow, so at 80 columns 15 names of `arena run --help`
-  ended in "…". Here the negative form goes under the name in the same cell, and the name column is not wrapped
-  or shortened (its type and help wrap instead).
+- An option's name is never cut, and its help reads at 80 columns: typer gives names, negative forms
+  (`--no-strict-answers`), types and help a column each, so at 80 columns names ended in "…" (issue 31) and the
+  help was wrapped at ~24 characters, a URL split in two (issue 36). Here an option is its names and type on one
+  line, and its help under them, indented, over the whole width of the panel.
 - A command's line in a command list is its docstring's first paragraph on one line (typer's rich mode kept the
   docstring's line breaks and wrapped between them).
 - On/off flags show no `<bool>` type (typer 0.29 shows one).
+- A usage error is one line, "arena run: error: ... (arena run -h for help)", not typer's five-line box.
 
 `install(app)` applies the first two to typer's formatter and sets the short help of every command of `app` (and of
 its sub-apps); `main.py` calls it once, where the app is assembled.
@@ -17,8 +18,10 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import click
 import typer
-from rich.columns import Columns
+from rich.console import Group
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -44,15 +47,15 @@ class _Collect:
         self.printed.append(renderable)
 
 
-def _joined(first: Any, second: Any) -> Any:
-    """`first`, with `second` on a line under it when there is one."""
-    return Text.assemble(first, "\n", second) if str(second) else first
+def _name_line(*parts: Any) -> Text:
+    """The parts that are given (long name, short name, negative forms, type), two spaces apart, on one line."""
+    return Text("  ").join(part if isinstance(part, Text) else Text(str(part)) for part in parts if str(part))
 
 
 def names_kept(table: Table) -> Table:
     """typer's options table (columns: [required mark,] name, short name, negative name, negative short name,
-    type, help) as [required mark,] name with its negative form under it, short name, type, help; the name
-    columns never wrap, so a narrow terminal wraps the type and the help instead of cutting a name."""
+    type, help) as [required mark,] one cell per option: its names and type on one line, never wrapped or cut,
+    and its help under them, indented, wrapped to the whole width of the panel (a URL is never split)."""
     columns = [list(column.cells) for column in table.columns]
     marked = len(columns) == 7
     mark, (long, short, negative, negative_short, types, helps) = (columns[0] if marked else None), columns[-6:]
@@ -61,17 +64,12 @@ def names_kept(table: Table) -> Table:
                 pad_edge=table.pad_edge, padding=table.padding)
     if marked:
         out.add_column(no_wrap=True)
-    out.add_column(no_wrap=True)
-    out.add_column(no_wrap=True)
     out.add_column(overflow="fold")
-    out.add_column(overflow="fold")
-    for cell in (*types, *helps):  # a long word (a URL) is broken, not cut
-        for text in (cell.renderables if isinstance(cell, Columns) else [cell]):
-            if isinstance(text, Text):
-                text.overflow = "fold"
     for i in range(len(long)):
-        row = [_joined(long[i], negative[i]), _joined(short[i], negative_short[i]), types[i], helps[i]]
-        out.add_row(*([mark[i]] if mark is not None else []), *row)
+        names = _name_line(long[i], short[i], negative[i], negative_short[i], types[i])
+        names.no_wrap, names.overflow = True, "ignore"
+        cell = Group(names, Padding(helps[i], (0, 0, 0, 4))) if str(helps[i]).strip() else names
+        out.add_row(*([mark[i]] if mark is not None else []), cell)
     return out
 
 
@@ -101,8 +99,20 @@ def _short_helps(app: typer.Typer) -> None:
             _short_helps(group.typer_instance)
 
 
+def one_line_error(error: click.ClickException) -> None:
+    """A usage error as one line on stderr: "arena run: error: <message> (arena run -h for help)"."""
+    if error.__class__.__name__ == "NoArgsIsHelpError":  # the help was printed instead
+        return
+    ctx: click.Context | None = getattr(error, "ctx", None)
+    where = ctx.command_path if ctx is not None else "arena"
+    helps = ctx is not None and ctx.command.get_help_option(ctx) is not None
+    hint = f" ({ctx.command_path} {ctx.help_option_names[0]} for help)" if ctx is not None and helps else ""
+    click.echo(f"{where}: error: {' '.join(error.format_message().split())}{hint}", err=True)
+
+
 def install(app: typer.Typer) -> None:
     """Apply this module's layout to typer's help and to `app`'s commands (see the module docstring)."""
     TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
     rich_utils._print_options_panel = _options_panel
+    rich_utils.rich_format_error = one_line_error
     _short_helps(app)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -14,6 +15,9 @@ from arena.core.judge import JUDGES
 from arena.core.settings import SETTINGS
 from arena.core.tool import TOOLS
 from arena.core.world import WORLD_BUILDERS
+from arena.review.incomplete import run_completeness
+from arena.review.summary_formats import SummaryFormat, summary_csv, summary_json, summary_markdown
+from arena.review.table import errors_counted_as_wrong
 from arena.runs.plugins import load_plugins
 
 from .common import console, fail, print_summary, review_run
@@ -26,14 +30,29 @@ def summary(run_dir: Path = typer.Argument(..., help="Run directory."),
             judge: Optional[str] = typer.Option(None, help="Whose verdicts count (default: the judge the run was "
                                                 "scored with)."),
             legend: bool = typer.Option(False, "--legend", help="Say under the table what each column and "
-                                        "finish reason means.")) -> None:
-    """Recompute a run's metrics from episodes.jsonl and verdicts.jsonl and print them."""
+                                        "finish reason means."),
+            wide: bool = typer.Option(False, "--wide", help="Every column (levels, tool use, judge problems, "
+                                      "tokens, seconds, cost), not only those that read at 80 columns."),
+            fmt: SummaryFormat = typer.Option("table", "--format", help="table (the terminal's), json, csv or "
+                                              "markdown (for scripts and papers).")) -> None:
+    """Recompute a run's metrics from episodes.jsonl and verdicts.jsonl and print them; an incomplete run says
+    first how many of its planned episodes were never played or errored."""
     try:
         run = review_run(run_dir, judge)
         result = run.summary
+        done = run_completeness(run)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
-    print_summary(result, f"{run_dir.name} (judge: {run.judge_label})", legend=legend)
+    incomplete = done.line(run_dir, as_wrong=errors_counted_as_wrong(result))
+    recorded = [w for w in run.info.get("warnings") or [] if isinstance(w, str)]  # the data's, as the run read it
+    result = {**result, "warnings": list(dict.fromkeys(recorded + list(result.get("warnings", []))))}
+    title = f"{run_dir.name} (judge: {run.judge_label})"
+    if fmt != "table":
+        text = (summary_json(result, done) if fmt == "json" else summary_csv(result) if fmt == "csv"
+                else summary_markdown(result, title, incomplete, wide))
+        sys.stdout.write(text)
+        return
+    print_summary(result, title, run_dir, legend=legend, wide=wide, incomplete=incomplete)
 
 
 @app.command(rich_help_panel="Worlds and plugins")

@@ -7,12 +7,16 @@ from pathlib import Path
 from typing import Literal, Optional
 
 import typer
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 
 from arena.review.analysis import export_episodes
 from arena.review.compare import COLUMNS, compare_runs, errored_note
+from arena.review.fit import fitted
+from arena.review.incomplete import incomplete_line
 from arena.review.replay import check_episode, show_episode
+from arena.review.rundata import RunData
 from arena.review.report import build_report
 from arena.review.serve import serve_viewer
 from arena.review.table import fmt as fmt_value
@@ -28,6 +32,14 @@ ExportFormat = Literal["csv", "parquet", "jsonl"]
 JUDGE_HELP = "Whose verdicts count (default: the judge the run was scored with)."
 
 
+def say_incomplete(runs: list[RunData], sides: tuple[str, ...] = ()) -> None:
+    """First, a warning for each run that is incomplete (`arena.review.incomplete`), naming its side when given."""
+    for i, run in enumerate(runs):
+        if (line := incomplete_line(run)) is not None:
+            side = f"run {sides[i]} ({run.run_id})" if sides else run.run_id
+            console.print(f"[yellow]warning:[/yellow] {escape(side)} is {escape(line)}", highlight=False)
+
+
 @app.command(rich_help_panel="Look at runs")
 def report(runs: list[Path] = typer.Argument(..., help="Run directories (two or more: also paired with the first)."),
            out: Optional[Path] = typer.Option(None, help="Where report.html and sweep.png go (default: first run)."),
@@ -39,10 +51,11 @@ def report(runs: list[Path] = typer.Argument(..., help="Run directories (two or 
         built = build_report(data)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
+    say_incomplete(data)
     for run in data:
         console.print(f"{run.run_id}: judge {run.judge_label}", highlight=False)
     for table in built.tables:
-        console.print(table.rich())
+        console.print(fitted(console, table.rich()))
     for run in data:
         for warning in judge_warnings(run.summary):
             console.print(f"[yellow]warning:[/yellow] {run.run_id}: {escape(warning)}", highlight=False)
@@ -61,14 +74,18 @@ def compare(run_a: Path = typer.Argument(..., help="Run A (the baseline)."),
         pairs = compare_runs(a, b)
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
+    say_incomplete([a, b], sides=("A", "B"))
     table = Table(title=f"A = {a.run_id} (judge: {a.judge_label}, protocol: {run_protocol(a.info)})\n"
                         f"B = {b.run_id} (judge: {b.judge_label}, protocol: {run_protocol(b.info)})",
-                  title_justify="left")
-    for name in COLUMNS:
-        table.add_column(name)
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
+    for i, name in enumerate(COLUMNS):  # two-word headers on two lines: the table reads in 80 columns
+        header = name if i in (0, 4) or " " not in name else "\n".join(name.rsplit(" ", 1))
+        table.add_column(header, justify="left" if i == 0 else "right", no_wrap=i > 0)
     for c in pairs:
         table.add_row(*c.row())
-    console.print(table)
+    console.print(fitted(console, table))
+    for c in pairs:
+        console.print(c.detail(), highlight=False, markup=False)
     if (note := errored_note(pairs)) is not None:
         console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
 
@@ -112,6 +129,7 @@ def view(runs: list[Path] = typer.Argument(..., help="A run directory, or two to
         path = write_viewer(data, target, max_side=max_side, single=None if layout == "auto" else layout == "single")
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
+    say_incomplete(data)
     for run in data:
         console.print(f"{run.run_id}: judge {run.judge_label}, Pass@1 "
                       + ", ".join(f"{g['setting']} N={g['max_rounds']}: {fmt_value(g['pass1'])}"

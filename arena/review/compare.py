@@ -48,16 +48,29 @@ class Comparison:
     errored_a: int = 0
     errored_b: int = 0
 
+    @property
+    def label(self) -> str:
+        return self.group_a if self.group_a == self.group_b else f"{self.group_a} vs {self.group_b}"
+
     def row(self) -> list[str]:
+        """The cells of `COLUMNS` (what reads at 80 columns; the rest: `detail`)."""
         ci = "–" if self.ci is None else f"[{self.ci[0]:+.2f}, {self.ci[1]:+.2f}]"
-        return [self.group_a if self.group_a == self.group_b else f"{self.group_a} vs {self.group_b}",
-                str(self.tasks), f"{self.pass1_a:.2f}", f"{self.pass1_b:.2f}", f"{self.difference:+.2f}", ci,
-                f"{self.won}/{self.lost}/{self.tied}", f"{self.only_a}/{self.only_b}", f"{self.p_value:.4g}",
-                f"{self.errored_a}/{self.errored_b}" + (" (left out)" if self.errored_a or self.errored_b else "")]
+        return [self.label, str(self.tasks), f"{self.pass1_a:.2f}", f"{self.pass1_b:.2f}",
+                f"{self.difference:+.2f} {ci}", f"{self.p_value:.4g}", f"{self.errored_a}/{self.errored_b}"]
+
+    def detail(self) -> str:
+        """Tasks won, lost and tied, and the discordant episodes McNemar's test counts, as one line."""
+        return (f"{self.label}: B won {self.won}, lost {self.lost}, tied {self.tied} of {self.tasks} tasks; "
+                f"correct only in A: {self.only_a}, only in B: {self.only_b}")
 
 
-COLUMNS = ["group (setting · N)", "tasks", "Pass@1 A", "Pass@1 B", "B − A", "95% CI", "B won/lost/tied",
-           "only A / only B correct", "McNemar p", "errored A/B"]
+    def detail_cells(self) -> list[str]:
+        """The cells of `DETAIL_COLUMNS`."""
+        return [f"{self.won}/{self.lost}/{self.tied}", f"{self.only_a}/{self.only_b}"]
+
+
+COLUMNS = ["group (setting · N)", "tasks", "Pass@1 A", "Pass@1 B", "B − A [95% CI]", "McNemar p", "errored A/B"]
+DETAIL_COLUMNS = ["B won/lost/tied", "only A / only B correct"]
 
 
 def errored_note(pairs: list[Comparison]) -> str | None:

@@ -23,8 +23,9 @@ from arena.core.prompt_book import protocol_label
 from arena.store.records import HarnessCost
 from arena.store.scan import model_call_counts_scan
 
-from .compare import COLUMNS, compare_runs
+from .compare import COLUMNS, DETAIL_COLUMNS, compare_runs
 from .failures import LABELS, Record, failure_groups, verdict_records
+from .incomplete import incomplete_line
 from .plot import sweep_png
 from .report_table import Table
 from .rundata import RunData
@@ -109,8 +110,8 @@ def compare_tables(runs: list[RunData]) -> list[Table]:
             pairs = compare_runs(runs[0], other)
         except ValueError:
             continue
-        table = Table(f"Paired comparison: A = {runs[0].run_id}, B = {other.run_id}", list(COLUMNS))
-        table.rows.extend(c.row() for c in pairs)
+        table = Table(f"Paired comparison: A = {runs[0].run_id}, B = {other.run_id}", COLUMNS + DETAIL_COLUMNS)
+        table.rows.extend(c.row() + c.detail_cells() for c in pairs)
         tables.append(table)
     return tables
 
@@ -241,7 +242,9 @@ class Report:
     def html(self) -> str:
         title = "Report: " + ", ".join(r.run_id for r in self.runs)
         image = base64.b64encode(self.png).decode()
-        notes = "".join(f"<p>{html.escape(r.run_id)}: judge {html.escape(r.judge_label)}</p>" for r in self.runs)
+        notes = "".join(f"<p class=incomplete>{html.escape(r.run_id)}: {html.escape(line)}</p>"
+                        for r in self.runs if (line := incomplete_line(r)) is not None)  # first: what is missing
+        notes += "".join(f"<p>{html.escape(r.run_id)}: judge {html.escape(r.judge_label)}</p>" for r in self.runs)
         notes += "".join(f"<p class=note>{html.escape(n)}</p>" for r in self.runs for n in r.notes)
         return (f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
                 f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>{notes}"
@@ -252,7 +255,8 @@ class Report:
 
 CSS = """body{font:14px system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0 20px}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}
-th{background:#f3f3f3}img{max-width:100%}.note{color:#a60}"""
+th{background:#f3f3f3}img{max-width:100%}.note{color:#a60}
+.incomplete{background:#fff4e0;border:1px solid #d08a00;border-radius:6px;padding:6px;font-weight:600}"""
 
 
 def build_report(runs: list[RunData]) -> Report:

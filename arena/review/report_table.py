@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
+from rich import box
 from rich.table import Table as RichTable
 
 
@@ -21,9 +22,12 @@ class Table:
         return f"{self.title} · protocol: {self.protocol}" if self.protocol else self.title
 
     def rich(self) -> RichTable:
-        table = RichTable(title=self.shown_title, title_justify="left")
+        """The table for a terminal; cells wrap at spaces when it is narrow (`arena.review.fit.fitted` shows it as
+        one block per row where even that does not fit)."""
+        table = RichTable(title=self.shown_title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                          show_edge=False, collapse_padding=True)
         for i, name in enumerate(self.columns):
-            table.add_column(name, justify="left" if i == 0 else "right", no_wrap=i == 0)
+            table.add_column(name, justify="left" if i == 0 else "right")
         for row in self.rows:
             table.add_row(*row)
         return table

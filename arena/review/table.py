@@ -45,49 +45,66 @@ def shown_pass1(summary: dict[str, Any], group: dict[str, Any]) -> Any:
     return group["pass1"]
 
 
-def summary_table(summary: dict[str, Any], title: str | None = None) -> Table:
-    """Pass@1 (± std over repeats, 95 % CI), per level, tool use, errored episodes, judge errors, unjudged episodes,
-    tokens, seconds and finish reasons per (agent, setting, max rounds). Pass@1 is over the episodes played to the
-    end, errored ones counted apart, or under `--protocol original` with them counted as wrong; the caption says
-    which."""
+COMPACT_COLUMNS = ("agent", "setting", "N", "eps", "Pass@1 % [95% CI]", "errored", "finish")
+"""The columns a summary table shows by default: they read whole at 80 columns (the rest: `wide`)."""
+WIDE_COLUMNS = ("agent", "setting", "N", "eps", "Pass@1 % [95% CI]", "L1", "L2", "L3", "calls", "rounds", "util %",
+                "inval", "errored", "j.err", "unjud", "tok/ep", "s/ep", "finish")
+LEFT_COLUMNS = ("agent", "setting", "finish")
+
+
+def summary_table(summary: dict[str, Any], title: str | None = None, wide: bool = False) -> Table:
+    """Per (agent, setting, max rounds): the episodes, Pass@1 (± std over repeats, 95 % CI), errored episodes and
+    finish reasons (`COMPACT_COLUMNS`); with `wide`, also per level, tool use, judge errors, unjudged episodes,
+    tokens and seconds (`WIDE_COLUMNS`); the cost when a price is known, either way. Pass@1 is over the episodes
+    played to the end, errored ones counted apart, or under `--protocol original` with them counted as wrong; the
+    caption says which. No cell is ever cut: names and finish reasons wrap when the terminal is narrow."""
     title = title or f"judge: {summary.get('judge')}"
     if summary.get("protocol") and "protocol:" not in title:
         title += f" · protocol: {protocol_label(summary['protocol'], summary.get('prompts'))}"
     errored = sum(g.get("errored", 0) for g in summary.get("groups", []))
     table = Table(title=title, show_lines=False, box=box.SIMPLE_HEAD, padding=(0, 1),
-                  collapse_padding=True, show_edge=False,
-                  pad_edge=False, caption_justify="left",
+                  collapse_padding=True, show_edge=False, pad_edge=False, caption_justify="left",
+                  title_justify="left",
                   caption=(ERRORED_AS_WRONG if errors_counted_as_wrong(summary) else ERRORED_LEFT_OUT)
                   if errored else None)
-    for name, justify in [("agent", "left"), ("setting", "left"), ("N", "right"), ("eps", "right"),
-                          ("Pass@1 % [95% CI]", "right"), ("L1", "right"), ("L2", "right"), ("L3", "right"),
-                          ("calls", "right"), ("rounds", "right"), ("util %", "right"), ("inval", "right"),
-                          ("errored", "right"), ("j.err", "right"), ("unjud", "right"), ("tok/ep", "right"),
-                          ("s/ep", "right"), ("finish", "left")]:
-        table.add_column(name, justify=justify, no_wrap=name != "finish",  # type: ignore[arg-type]
-                         min_width=12 if name == "finish" else None)
-    costed = any(g.get("cost") is not None for g in summary.get("groups", []))
-    if costed:
-        table.add_column("cost $", justify="right")
+    costed = any(g.get("cost") is not None for g in summary.get("groups", []))  # dollars are always worth a column
+    for name in (WIDE_COLUMNS if wide else COMPACT_COLUMNS) + (("cost $",) if costed else ()):
+        left = name in LEFT_COLUMNS
+        table.add_column(name, justify="left" if left else "right", no_wrap=not left,
+                         overflow="fold", min_width=8 if name == "finish" else None)
     for g in summary.get("groups", []):
-        as_wrong = shown_pass1(summary, g) is not g["pass1"]
-        pass1 = fmt(shown_pass1(summary, g))
-        if g.get("repeats", 1) > 1 and not as_wrong:
-            pass1 += f" ± {fmt(g['pass1_std'])}"
-        if not as_wrong:
-            pass1 += f" {ci_text(g)}"  # the interval is over the episodes played to the end
-        levels = g.get("levels", {})
-        finish = " ".join(f"{k}:{v}" for k, v in g.get("finish_reasons", {}).items())
-        tokens = (g.get("avg_prompt_tokens") or 0) + (g.get("avg_completion_tokens") or 0)
-        cells = [g["agent"], g["setting"], str(g["max_rounds"]), str(g["episodes"]), pass1,
-                 fmt(levels.get("L1"), 1), fmt(levels.get("L2"), 1), fmt(levels.get("L3"), 1),
-                 fmt(g["avg_tool_calls"]), fmt(g["avg_rounds"]), fmt(g["tool_utilisation"], 1),
-                 str(g["invalid_calls"]), str(g.get("errored", g.get("errors", 0))), str(g.get("judge_errors", 0)),
-                 str(g.get("unjudged", 0)), fmt(float(tokens), 0), fmt(g.get("avg_seconds")), finish]
+        cells = group_cells(summary, g)
         if costed:
-            cells.append(fmt(g.get("cost"), 4))
-        table.add_row(*cells)
+            cells["cost $"] = fmt(g.get("cost"), 4)
+        table.add_row(*(cells[str(c.header)] for c in table.columns))
     return table
+
+
+def _pass1_cell(summary: dict[str, Any], g: dict[str, Any]) -> str:
+    """Pass@1 as shown: with ± std over repeats and the interval, unless it counts errored episodes as wrong."""
+    if shown_pass1(summary, g) is None:
+        return "–"  # no episode played to the end
+    as_wrong = shown_pass1(summary, g) is not g["pass1"]
+    pass1 = fmt(shown_pass1(summary, g))
+    if g.get("repeats", 1) > 1 and not as_wrong:
+        pass1 += f" ± {fmt(g['pass1_std'])}"
+    if not as_wrong:
+        pass1 += f" {ci_text(g)}"  # the interval is over the episodes played to the end
+    return pass1
+
+
+def group_cells(summary: dict[str, Any], g: dict[str, Any]) -> dict[str, str]:
+    """Every column's cell of one group (`WIDE_COLUMNS`, cost apart)."""
+    levels = g.get("levels", {})
+    tokens = (g.get("avg_prompt_tokens") or 0) + (g.get("avg_completion_tokens") or 0)
+    return {"agent": g["agent"], "setting": g["setting"], "N": str(g["max_rounds"]), "eps": str(g["episodes"]),
+            "Pass@1 % [95% CI]": _pass1_cell(summary, g), "L1": fmt(levels.get("L1"), 1),
+            "L2": fmt(levels.get("L2"), 1), "L3": fmt(levels.get("L3"), 1), "calls": fmt(g["avg_tool_calls"]),
+            "rounds": fmt(g["avg_rounds"]), "util %": fmt(g["tool_utilisation"], 1),
+            "inval": str(g["invalid_calls"]), "errored": str(g.get("errored", g.get("errors", 0))),
+            "j.err": str(g.get("judge_errors", 0)), "unjud": str(g.get("unjudged", 0)),
+            "tok/ep": fmt(float(tokens), 0), "s/ep": fmt(g.get("avg_seconds")),
+            "finish": " ".join(f"{k}:{v}" for k, v in g.get("finish_reasons", {}).items())}
 
 
 # What each column of `summary_table` means (its legend); a column added to the table needs a line here (tested).
@@ -129,10 +146,10 @@ FINISH_MEANINGS: dict[str, str] = {
 }
 
 
-def legend_lines(summary: dict[str, Any], width: int = 100) -> list[str]:
-    """What the columns of `summary_table(summary)` mean, in its column order, then the finish reasons its rows
-    show; each meaning wrapped to `width` characters under its own start."""
-    headers = [str(c.header) for c in summary_table(summary).columns]
+def legend_lines(summary: dict[str, Any], width: int = 100, wide: bool = False) -> list[str]:
+    """What the columns of `summary_table(summary, wide=wide)` mean, in its column order, then the finish reasons
+    its rows show; each meaning wrapped to `width` characters under its own start."""
+    headers = [str(c.header) for c in summary_table(summary, wide=wide).columns]
     shown = sorted({r for g in summary.get("groups", []) for r in g.get("finish_reasons", {})},
                    key=lambda r: list(FINISH_MEANINGS).index(r) if r in FINISH_MEANINGS else len(FINISH_MEANINGS))
     lines = _aligned([(h, COLUMN_MEANINGS.get(h, "")) for h in headers], "  ", width)

@@ -34,6 +34,7 @@ from arena.core.dataset import Dataset
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
 from arena.endpoints.client import LEARNED_PARAMS, learned_params, param_lines, restore_params
+from arena.judges.completeness import PLANNED
 from arena.judges.metrics import AUTO, judge_for_task
 from arena.core.prompt_book import PromptBook, prompts_note
 from arena.judges.protocols import judged, published_request, sampling_differences
@@ -186,14 +187,15 @@ def default_run_id(bench: Workbench, config: RunConfig) -> str:
 
 async def execute(config: RunConfig, *, progress: Callable[[EpisodeBrief, VerdictBrief | None], None] | None = None,
                   force: bool = False, on_start: Callable[[int, int], None] | None = None,
-                  run_dir: str | Path | None = None) -> RunResult:
+                  run_dir: str | Path | None = None, on_open: Callable[[Path], None] | None = None) -> RunResult:
     """Play every missing episode of the grid, judge what lacks a verdict, write the summary.
 
     The run directory is `run_dir` when given (resume in place: a moved or renamed
     run continues where it lies), else `<out>/<run id>`. It is locked for the whole
     run (`arena.store.lock`): a second writer stops at once. With a live-web mode and no
     `tool_options.cassette`, the cassette is `<run dir>/cassettes.sqlite`. `progress` is called once per episode
-    recorded or judged, with its brief and its verdict's (`arena.runs.briefs`; None: not judged)."""
+    recorded or judged, with its brief and its verdict's (`arena.runs.briefs`; None: not judged). `on_open` is told
+    the run directory once it is known, before anything is written there."""
     keep_freed_memory()
     config = config.model_copy(deep=True)
     if config.prompts:
@@ -205,15 +207,18 @@ async def execute(config: RunConfig, *, progress: Callable[[EpisodeBrief, Verdic
     bench = Workbench(config, prompts=book)
     try:
         with startup_frozen():
-            return await _execute(config, bench, progress=progress, force=force, on_start=on_start, run_dir=run_dir)
+            return await _execute(config, bench, progress=progress, force=force, on_start=on_start, run_dir=run_dir,
+                                  on_open=on_open)
     finally:
         await bench.aclose()
 
 
 async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start,
-                   run_dir: str | Path | None) -> RunResult:
+                   run_dir: str | Path | None, on_open: Callable[[Path], None] | None = None) -> RunResult:
     run_id = config.run_id or default_run_id(bench, config)
     store = RunStore(Path(run_dir) if run_dir is not None else Path(config.out) / run_id)
+    if on_open is not None:
+        on_open(store.dir)
     judges = run_judges(config, store.dir, bench.prompts)
     also = also_judges((t for _, t in bench.pairs), judges.name)
     for judge_id in sorted({judge_for_task(task, config.judge or AUTO) for _, task in bench.pairs}
@@ -348,7 +353,10 @@ class RunSession:
                     if judged(entry.finish, entry.suite, self.config.protocol)
                     and (entry.id, judge_for_task(entry, self.judge_name)) not in self.verdicts_done]
         missing = sum(1 for f in families for c in f.cells if c.key not in self.done)
-        return Work(families, self.done, unjudged, missing)
+        work = Work(families, self.done, unjudged, missing)
+        if self.store.info().get(PLANNED) != work.grid:  # what screens of an unfinished run count against
+            self.store.update_info({PLANNED: work.grid})
+        return work
 
     # -- phase 3: schedule -----------------------------------------------------------------------------------
 
@@ -476,7 +484,8 @@ class RunSession:
         self.unwritten.extend(writer.problems)
         scan = scan_run(store)
         summary = summarize_scan(scan, self.judge_name)
-        summary.update({"run_id": self.run_id, "protocol": config.protocol, "judges": self.judges.describe(),
+        summary.update({"run_id": self.run_id, PLANNED: work.grid, "protocol": config.protocol,
+                        "judges": self.judges.describe(),
                         "model_calls": model_call_counts_scan(scan), "prompts": self.prompts_record()})
         note = prompts_note(summary["prompts"]) if config.protocol == "original" else None
         if note:

@@ -151,8 +151,10 @@ class HarnessCost(BaseModel):
                  f"(busy {self.driver_load:.0%} of {self.wall_seconds:.1f} s)"
                  + (f"; workers' CPU {ms(self.worker_cpu_per_round_ms)} per round"
                     if self.worker_cpu_per_round_ms is not None else ""),
-                 f"harness share of episode time: {share} ({self.harness_seconds:.2f} s of "
-                 f"{self.episode_seconds:.2f} s; model {self.model_seconds:.2f} s, tools {self.tool_seconds:.2f} s)"]
+                 f"episode time {self.episode_seconds:.2f} s (summed over the played episodes) = model calls "
+                 f"{self.model_seconds:.2f} s + harness {self.harness_seconds:.2f} s ({share}: tools "
+                 f"{self.tool_seconds:.2f} s, the arena's own work and waits "
+                 f"{max(0.0, self.harness_seconds - self.tool_seconds):.2f} s)"]
         if self.hint:
             lines.append(f"hint: {self.hint}")
         return lines

@@ -47,6 +47,7 @@ from arena.endpoints.client import parse_body
 from arena.judges.metrics import judge_for_task
 from arena.review.failures import LABELS, Record, classify
 from arena.review.gold_view import gold_view
+from arena.review.incomplete import incomplete_line
 from arena.review.model_input import CallIndex, episode_inputs
 from arena.review.report import SHORT_LABELS, Table, groups_table
 from arena.review.rundata import RunData
@@ -511,16 +512,22 @@ def viewer_data(runs: list[RunData]) -> tuple[dict[str, Any], list[str]]:
     return build.index, build.blobs
 
 
-def page(title: str, summary_html: str, index: dict[str, Any], shards: str = "") -> str:
-    """The HTML page. Each marker of the template is replaced once, in the template only: model text inside
-    the data can never be taken for a marker."""
+def page(title: str, summary_html: str, index: dict[str, Any], shards: str = "", banner: str = "") -> str:
+    """The HTML page; `banner` (HTML) comes first under the title. Each marker of the template is replaced once, in
+    the template only: model text inside the data can never be taken for a marker."""
     parts = {"TITLE": html.escape(title), "SUMMARY": summary_html, "INDEX": script_json(index), "SHARDS": shards,
-             "CSS": CSS, "JS": JS}
-    return re.sub(r"%(TITLE|SUMMARY|INDEX|SHARDS|CSS|JS)%", lambda m: parts[m.group(1)], TEMPLATE)
+             "CSS": CSS, "JS": JS, "BANNER": banner}
+    return re.sub(r"%(TITLE|SUMMARY|INDEX|SHARDS|CSS|JS|BANNER)%", lambda m: parts[m.group(1)], TEMPLATE)
 
 
 def _title(runs: list[RunData]) -> str:
     return ("Compare: " if len(runs) > 1 else "Run: ") + " vs ".join(r.run_id for r in runs)
+
+
+def incomplete_banner(runs: list[RunData]) -> str:
+    """One warning paragraph per incomplete run (`arena.review.incomplete`), for the top of the page."""
+    lines = [(run.run_id, line) for run in runs if (line := incomplete_line(run)) is not None]
+    return "".join(f'<p class="incomplete">{html.escape(run_id)}: {html.escape(line)}</p>' for run_id, line in lines)
 
 
 def build_viewer(runs: list[RunData], *, max_side: int | None = None, full_dir: Path | None = None) -> str:
@@ -532,7 +539,7 @@ def build_viewer(runs: list[RunData], *, max_side: int | None = None, full_dir: 
     write_images(runs, build, sink, max_side, full_dir)
     build.index["dir"] = None
     build.index["full"] = full_dir.name if full_dir is not None else None
-    return page(_title(runs), build.summary_html, build.index, "".join(sink.inline))
+    return page(_title(runs), build.summary_html, build.index, "".join(sink.inline), incomplete_banner(runs))
 
 
 def shard_dir(out: Path) -> Path:
@@ -566,6 +573,7 @@ def write_viewer(runs: list[RunData], out: Path, *, max_side: int | None = None,
     write_images(runs, build, sink, max_side, target)
     build.index["dir"] = build.index["full"] = target.name
     tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(page(_title(runs), build.summary_html, build.index), encoding="utf-8")
+    tmp.write_text(page(_title(runs), build.summary_html, build.index, banner=incomplete_banner(runs)),
+                   encoding="utf-8")
     os.replace(tmp, out)
     return out

@@ -243,8 +243,16 @@ function reveal(i) {  // open row i wherever it is: filters cleared when they hi
   page = Math.floor(matching.indexOf(i) / PAGE);
   open.add(i); focused = i;
   render();
-  const tr = document.querySelector(`tr.row[data-row="${i}"]`);
-  if (tr && tr.scrollIntoView) tr.scrollIntoView({block: "start"});
+  return scrollToRow(i);
+}
+async function scrollToRow(i) {  // row i at the top, again once its episodes are drawn: until then the page may
+  const tr = () => document.querySelector(`tr.row[data-row="${i}"]`);  // be too short to bring it there
+  if (tr() && tr().scrollIntoView) tr().scrollIntoView({block: "start"});
+  await Promise.all(ROWS[i].eps.filter(no => no !== null).map(no => episode(no).catch(() => null)));
+  await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+  const shown = tr() && tr().nextElementSibling;
+  if (shown) await Promise.all([...shown.querySelectorAll("img")].map(im => im.decode ? im.decode().catch(() => null) : null));
+  if (focused === i && tr() && tr().scrollIntoView) tr().scrollIntoView({block: "start"});
 }
 let TASKROWS = null;
 function variants(i) {  // rows of the same task: other budgets, settings, repeats, agents
@@ -423,7 +431,7 @@ async function openHash() {
   const no = (await load("p", 0)).indexOf(id);  // episode ids by episode number, kept out of the index
   const row = no < 0 ? -1 : ROWS.findIndex(r => r.eps.includes(no));
   if (row < 0) { note.textContent = `episode ${id} is not in this viewer`; return; }
-  reveal(row);
+  await reveal(row);
 }
 document.getElementById("zoom").addEventListener("click", closeZoom);
 document.addEventListener("keydown", ev => { if (ev.key === "Escape") closeZoom(); });

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
 
 import pytest
 from typer.testing import CliRunner
@@ -159,3 +161,21 @@ def test_a_serve_line_that_would_block_is_refused(tmp_path):
     page.write_text("```bash\narena serve --data w\n```\n")
     with pytest.raises(ValueError, match=r"page.md:2: `arena serve` runs until stopped: end the line with &"):
         commands(command_blocks(page)[0])
+
+
+def test_the_index_lists_every_page_and_the_readme_links_the_first_hour_pages():
+    index = (ROOT / "docs" / "index.md").read_text()
+    listed = set(re.findall(r"\]\(([\w-]+\.md)\)", index))
+    assert listed == {p.name for p in (ROOT / "docs").glob("*.md")} - {"index.md"}
+    readme = README.read_text()
+    assert "(docs/python-api.md)" in readme and "(docs/serve.md)" in readme
+    assert re.search(r"`make demo` takes about \d+ (seconds|minutes?)", " ".join(readme.split()))
+
+
+def test_make_demo_says_it_is_installing(tmp_path):
+    """The first `make demo` installs for minutes: a line says so before pip runs, and pip is not silenced."""
+    dry = subprocess.run(["make", "-n", "demo", f"VENV={tmp_path / 'venv'}"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    installs = [i for i, line in enumerate(dry) if "pip install" in line]
+    assert installs and all(" -q" not in dry[i] for i in installs)
+    assert any(line.startswith("echo") and "installing" in line for line in dry[:installs[0]])

@@ -173,7 +173,7 @@ def test_arena_serve_prints_its_address_stops_on_a_signal_and_refuses_a_taken_po
         process.send_signal(signal.SIGTERM)
         out, _ = process.communicate(timeout=20)
     assert process.returncode == 0, out
-    assert "arena serve: stopped after" in out
+    assert "arena serve: stopped; requests answered by kind:" in out
 
 
 def test_an_unknown_policy_is_refused_with_the_known_ones(world):

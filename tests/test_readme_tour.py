@@ -13,7 +13,7 @@ from arena.cli.main import app
 from tests.support.doc_commands import README, ServedModels, command_blocks, commands
 
 
-def tour_commands() -> list[tuple[str, tuple[str, ...]]]:
+def tour_lines() -> list[tuple[str, tuple[str, ...]]]:
     """The (kind, arguments) of the tour's bash block: `arena` commands and `arena serve` lines, continuation lines
     joined, comments dropped."""
     (block,) = [b for b in command_blocks(README) if "tour-oracle" in b.text]
@@ -21,8 +21,13 @@ def tour_commands() -> list[tuple[str, tuple[str, ...]]]:
     return [(c.kind, c.args) for c in commands(block) if c.kind in ("arena", "serve")]
 
 
+def tour_commands() -> list[list[str]]:
+    """The `arena ...` commands of the tour (the `arena serve` lines left out)."""
+    return [list(args) for kind, args in tour_lines() if kind == "arena"]
+
+
 def test_the_tour_runs_as_written_against_arena_serve(tmp_path, monkeypatch):
-    tour = tour_commands()
+    tour = tour_lines()
     assert [args[0] if kind == "arena" else kind for kind, args in tour] == [
         "world", "world", "run", "serve", "serve", "run", "summary", "run", "view", "replay", "export", "compare"]
     monkeypatch.chdir(tmp_path)

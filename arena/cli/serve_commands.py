@@ -48,8 +48,8 @@ def serve(data: Path = typer.Option(..., help="The tasks it recognises: a world 
         pass
     finally:
         server.stop()
-    answered = ", ".join(f"{n} {what}" for what, n in sorted(server.answered.items())) or "no requests"
-    console.print(f"arena serve: stopped after {answered}", highlight=False)
+    answered = ", ".join(f"{what}: {n}" for what, n in sorted(server.answered.items())) or "none"
+    console.print(f"arena serve: stopped; requests answered by kind: {answered}", highlight=False)
 
 
 def _stop_on_term(signum: int, frame: object) -> None:

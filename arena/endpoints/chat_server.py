@@ -79,6 +79,33 @@ class _SharedPortServer(_Server):
     allow_reuse_port = True  # SO_REUSEPORT: several processes serve one port
 
 
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet HTTP/1.1 handler that answers JSON (`send_json`); the base of this server's handler and of the
+    tests' imitations of real servers."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> bytes:
+        """Answer `body` (JSON-encoded unless bytes) with `status` and `headers`; the bytes sent. A client that
+        hung up meanwhile is not an error."""
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        return data
+
+
 class ChatServer:
     """The HTTP server; `start()` serves from a daemon thread, `serve_forever()` from the caller's."""
 
@@ -96,28 +123,15 @@ class ChatServer:
             raise ServerStartError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def _handler(self) -> type[JsonHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(JsonHandler):
             def _send(self, status: int, body: dict[str, Any], raw: bytes | None = None) -> None:
                 data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
                 if raw is not None and server.on_exchange is not None:
-                    server.on_exchange(raw, status, data)
-                try:
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                    server.on_exchange(raw, status, data)  # before the client can see the answer
+                self.send_json(status, data)
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):

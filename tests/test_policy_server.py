@@ -183,3 +183,13 @@ def test_an_unknown_policy_is_refused_with_the_known_ones(world):
     result = CliRunner().invoke(app, ["serve", "--data", str(world), "--policy", "orcale", "--port", str(port)])
     assert result.exit_code == 2
     assert "unknown policy 'orcale'" in result.output and "oracle" in result.output
+
+
+def test_a_policy_that_fails_is_a_500_naming_the_error(world, monkeypatch):
+    with PolicyServer(world, "direct", port=0) as server:
+        async def broken(view):
+            raise KeyError("gold_path")
+        monkeypatch.setattr(server.policy, "act", broken)
+        question = server.tasks.by_question[0][0]
+        status, body = post(server.base_url, {"model": "x", "messages": [{"role": "user", "content": question}]})
+    assert status == 500 and "the policy failed on this request: KeyError: 'gold_path'" in body["error"]["message"]

@@ -3,7 +3,7 @@
 Every `POST /v1/chat/completions` is answered by one of its roles: a helper's (a judge's verdict or a web summary,
 `helper_roles`) when the last user message is one of the arena's helper prompts, else the agent's (the policy's
 next turn, `agent_role`). A request that is neither (no task of the data has its question in it) is refused with a
-400 whose message says so. Replies name what answered them (`arena-serve/<policy>`, `arena-serve/normalized-judge`,
+400 whose message says so; a policy that fails on a request gets a 500 naming its error. Replies name what answered them (`arena-serve/<policy>`, `arena-serve/normalized-judge`,
 `arena-serve/extractive-summary`), never the model the request asked for; `usage` is counted (`usage`); `latency`
 seconds pass before each reply.
 """
@@ -105,6 +105,10 @@ class PolicyServer:
             played = play_turn(self.policy, self.tasks, read_conversation(request))
         except (UnknownTask, ConversationError) as exc:
             return self._refuse(f"{exc}; nor is it a judge or summariser request of the arena")
+        except Exception as exc:  # the policy's own failure: a 500 naming it, never a dropped connection
+            self._count("failed")
+            return Reply(status=500, error=f"{SERVED_BY} ({self.policy_name}): the policy failed on this request: "
+                                           f"{type(exc).__name__}: {exc}", delay=self.latency)
         self._count("agent turn")
         return self._reply(request, played.content, self.model, [played.tool_call] if played.tool_call else None)
 

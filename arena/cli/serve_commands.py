@@ -18,6 +18,7 @@ from arena.runs.policy_server import PolicyServer
 from .common import console, fail
 
 app = typer.Typer()
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 @app.command("serve", rich_help_panel="Run")
@@ -40,6 +41,9 @@ def serve(data: Path = typer.Option(..., help="The tasks it recognises: a world 
                   soft_wrap=True, highlight=False)
     console.print(f"  agent model: {server.model} (any --model name is answered by it); judge and web summariser "
                   "requests are answered by rule; Ctrl-C stops", soft_wrap=True, highlight=False)
+    if host not in LOOPBACK:
+        console.print(f"  note: listening on {host}, not loopback: whoever reaches this machine can use it (no API key "
+                      "is checked)", soft_wrap=True, highlight=False)
     sys.stdout.flush()  # the address, for whoever reads a piped stdout before the first request
     signal.signal(signal.SIGTERM, _stop_on_term)
     try:

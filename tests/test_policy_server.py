@@ -22,11 +22,14 @@ from typer.testing import CliRunner
 from arena.cli.main import app
 from arena.core.prompt_book import PromptBook
 from arena.core.world import WORLD_BUILDERS
+from arena.judges.evidence import EVIDENCE_USER
 from arena.judges.llm import USER_PROMPT
 from arena.runs.policy_server import PolicyServer
 from arena.runs.policy_server.conversation import read_conversation
 from arena.runs.policy_server.helper_roles import helper_roles, recognise
 from arena.runs.policy_server.usage import prompt_tokens
+from arena.suites.carv.judge import PROMPT as CARV_PROMPT
+from arena.suites.carv.judge import parse_correctness
 from arena.tools.summarise import PAGE_PROMPT
 
 
@@ -193,3 +196,19 @@ def test_a_policy_that_fails_is_a_500_naming_the_error(world, monkeypatch):
         question = server.tasks.by_question[0][0]
         status, body = post(server.base_url, {"model": "x", "messages": [{"role": "user", "content": question}]})
     assert status == 500 and "the policy failed on this request: KeyError: 'gold_path'" in body["error"]["message"]
+
+
+@pytest.mark.parametrize(("response", "correct"), [("A couple of mugs beneath a chair painted blue", True),
+                                                   ("two mugs on a blue chair", False)])
+def test_the_carv_judge_gets_the_caption_parsers_verdict_as_json(response, correct):
+    text = CARV_PROMPT.format(reference="Two coffee mugs under a blue chair.", response=response)
+    role, values = recognise(helper_roles(PromptBook()), text)
+    assert parse_correctness(role.answer(values))[0] is correct
+
+
+@pytest.mark.parametrize(("evidence", "supported"), [("[text_search_tool] It was built in 1874.", "Yes"),
+                                                     ("[text_search_tool] It was built in 18745.", "No")])
+def test_the_evidence_check_says_whether_the_answer_was_retrieved(evidence, supported):
+    text = EVIDENCE_USER.format(question="Which year?", answer="1874", evidence=evidence)
+    role, values = recognise(helper_roles(PromptBook()), text)
+    assert role.answer(values).startswith(f"<supported>{supported}</supported>")

@@ -5,10 +5,13 @@ BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: demo test install chromium bench clean
 
+# the first install takes a few minutes of downloads: say so, and let pip show what it is fetching
 $(STAMP): pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	@test -x $(PY) || { echo "make: creating the virtual environment $(VENV)"; python3 -m venv $(VENV); }
+	@echo "make: installing the arena and its dev extras into $(VENV) (a few minutes the first time)"
+	$(PY) -m pip install --progress-bar on --upgrade pip
+	$(PY) -m pip install --progress-bar on -e '.[dev]'
+	@echo "make: installed"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -23,7 +26,8 @@ test: install chromium
 	$(PY) -m pytest -q
 
 $(BENCH_STAMP): pyproject.toml $(STAMP)
-	$(PY) -m pip install -q -e '.[dev,bench]'
+	@echo "make: installing the bench extras into $(VENV)"
+	$(PY) -m pip install --progress-bar on -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
 # the peers' table in docs/benchmarks.md (between the peers markers) is rewritten from this run

@@ -3,14 +3,19 @@
 
 A page's fenced ```bash blocks that hold at least one `arena` command are command blocks; a block of other commands
 only (`make demo`) is not. A command block runs unless the last non-blank line before its fence is a marker
-`<!-- not run: REASON -->`. In a command block, continuation lines (`\\` at the end) are joined and comments dropped;
-each line is `arena ARGS` (run in-process through the CLI), `export NAME=VALUE` (set for the commands after it) or
-`source .venv/bin/activate` (nothing to do in-process); any other line is an error naming page and line, so a page
-cannot hold a command no test runs. ```python blocks are run as they stand.
+`<!-- not run: REASON -->`. A block whose first line is a visible comment `# needs WHAT` (a key, the released data)
+needs something a fresh clone lacks: the tests run it with their stand-in for it (the Serper stand-in for a Serper
+key) and list such blocks. In a command block, continuation lines (`\\` at the end) are joined and comments
+dropped; each line is `arena ARGS` (run in-process through the CLI), `arena serve ARGS &` (the model server, started
+in the background), `export NAME=VALUE` (set for the commands after it) or `source .venv/bin/activate` (nothing to
+do in-process); any other line is an error naming page and line, so a page cannot hold a command no test runs.
+```python blocks are run as they stand.
 
-The pages name model endpoints at http://127.0.0.1:8000/v1 (the agent's model), :8001 and :8002 (a judge or the web
-summariser); `ModelStandIns` starts one local OpenAI-compatible server per address and rewrites the addresses in
-the commands.
+The pages name model endpoints at http://127.0.0.1:PORT/v1 (:8000 the agent's model, :8001 and :8002 a judge or
+the web summariser). `ServedModels` starts each `arena serve ... &` of the pages as an in-process `PolicyServer` on
+a free port, parsed by the CLI's own option parser, and rewrites the addresses in the commands: a port a serve line
+named goes to that server; a port no serve line named (a page's real model server, e.g. the paper's judge at :8002)
+to the first server started.
 """
 
 from __future__ import annotations
@@ -21,25 +26,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from tests.support.openai_server import OpenAIStub, Reply
+import typer
+
+from arena.cli.main import app
+from arena.runs.policy_server import PolicyServer
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-AGENT_URL, HELPER_URLS = "http://127.0.0.1:8000/v1", ("http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1")
 
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 _NOT_RUN = re.compile(r"^<!--\s*not run:\s*(\S.*?)\s*-->$")
+_NEEDS = re.compile(r"^#\s*needs\s+(\S.*?)\s*$")
+_MODEL_URL = re.compile(r"http://127\.0\.0\.1:(\d+)/v1")
 
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced block of a page: its language, text, first line (1-based) and, when marked, why it is not run."""
+    """One fenced block of a page: its language, text, first line (1-based), when marked why it is not run, and
+    what it needs when its first line says (`# needs WHAT`)."""
     page: Path
     line: int
     language: str
     text: str
     not_run: str | None
+    needs: str | None = None
 
     @property
     def where(self) -> str:
@@ -48,8 +59,9 @@ class Block:
 
 @dataclass(frozen=True)
 class Command:
-    """One line of a command block: `arena` with its arguments, an `export`, or nothing to do (`source`)."""
-    kind: str  # "arena" | "export" | "source"
+    """One line of a command block: `arena` with its arguments, `arena serve` in the background (`serve`, its
+    arguments after `serve`), an `export`, or nothing to do (`source`)."""
+    kind: str  # "arena" | "serve" | "export" | "source"
     args: tuple[str, ...]
     where: str
 
@@ -71,7 +83,10 @@ def blocks(page: Path) -> list[Block]:
         line = text.count("\n", 0, match.start()) + 1
         before = [b for b in text[:match.start()].splitlines() if b.strip()]
         marker = _NOT_RUN.match(before[-1].strip()) if before else None
-        found.append(Block(page, line, match.group(1), match.group(2), marker.group(1) if marker else None))
+        first = match.group(2).lstrip().splitlines()[:1]
+        needs = _NEEDS.match(first[0]) if first else None
+        found.append(Block(page, line, match.group(1), match.group(2), marker.group(1) if marker else None,
+                           needs.group(1) if needs else None))
     return found
 
 
@@ -96,7 +111,12 @@ def commands(block: Block) -> list[Command]:
     for line_no, line in _lines(block):
         where = f"{_shown(block.page)}:{line_no}"
         words = shlex.split(line)
-        if words[0] == "arena":
+        if words[:2] == ["arena", "serve"] and words[-1] == "&":
+            out.append(Command("serve", tuple(words[2:-1]), where))
+        elif words[:2] == ["arena", "serve"]:
+            raise ValueError(f"{where}: `arena serve` runs until stopped: end the line with & to start it in the "
+                             "background, as the tests do")
+        elif words[0] == "arena":
             out.append(Command("arena", tuple(words[1:]), where))
         elif words[0] == "export" and len(words) == 2 and "=" in words[1]:
             out.append(Command("export", tuple(words[1].split("=", 1)), where))
@@ -117,49 +137,41 @@ def python_blocks(page: Path) -> list[Block]:
     return [b for b in blocks(page) if b.language == "python"]
 
 
-def helper_model(request: dict) -> Reply:
-    """The judge (a `<judge>` verdict, as the llm judge asks for) or the web summariser (a short summary)."""
-    text = str(request.get("messages", ""))
-    if "<judge>" in text:
-        return Reply(content="<judge>No</judge><reason>the candidate names nobody</reason>", prompt_tokens=200,
-                     completion_tokens=9)
-    return Reply(content="Orvanta Lighthouse was built in 1874 by Mirelle Dastrow.", prompt_tokens=300,
-                 completion_tokens=14)
+class ServedModels:
+    """The pages' `arena serve` servers, in-process on free ports (see the module docstring)."""
 
+    def __init__(self) -> None:
+        self.by_port: dict[str, PolicyServer] = {}
+        self.started: list[PolicyServer] = []
 
-def searching_agent(request: dict) -> Reply:
-    """A Qwen-style text-protocol model: with tools offered and no tool result yet, one text search; then (or
-    without tools) an answer."""
-    messages = request.get("messages", [])
-    played = any(m.get("role") == "assistant" for m in messages)
-    if "text_search_tool" in str(messages[:1]) and not played:
-        return Reply(content='<think>Search first.</think><tool_call>{"name": "text_search_tool", "arguments": '
-                             '{"query": "Orvanta Lighthouse"}}</tool_call>', prompt_tokens=900, completion_tokens=20)
-    return Reply(content="<think>I cannot tell.</think><answer>Nobody</answer>", prompt_tokens=900,
-                 completion_tokens=12)
+    def start(self, args: tuple[str, ...], where: str) -> PolicyServer:
+        """Start the server an `arena serve ARGS &` line starts, on a free port in place of its --port."""
+        command = typer.main.get_command(app).commands["serve"]  # type: ignore[attr-defined]
+        params = command.make_context("serve", list(args)).params
+        server = PolicyServer(params["data"], params["policy"], host=params["host"], port=0,
+                              latency=params["latency"], prompts=params["prompts"]).start()
+        self.started.append(server)
+        self.by_port.setdefault(str(params["port"]), server)
+        return server
 
+    def stop(self) -> None:
+        for server in self.started:
+            server.stop()
+        self.started.clear()
+        self.by_port.clear()
 
-class ModelStandIns:
-    """Local servers for the pages' model addresses; `rewrite` puts their addresses in a command's arguments."""
-
-    def __init__(self, agent=searching_agent, helper=helper_model):
-        self.agent = OpenAIStub(agent)
-        self.helpers = [OpenAIStub(helper) for _ in HELPER_URLS]
-
-    def __enter__(self) -> "ModelStandIns":
-        for server in (self.agent, *self.helpers):
-            server.start()
+    def __enter__(self) -> "ServedModels":
         return self
 
     def __exit__(self, *exc) -> None:
-        for server in (self.agent, *self.helpers):
-            server.stop()
+        self.stop()
 
     def rewrite(self, args: tuple[str, ...] | list[str]) -> list[str]:
-        out = []
-        for arg in args:
-            arg = arg.replace(AGENT_URL, self.agent.base_url)
-            for url, server in zip(HELPER_URLS, self.helpers):
-                arg = arg.replace(url, server.base_url)
-            out.append(arg)
-        return out
+        """The arguments with each model address pointing at its served stand-in."""
+        def served(match: re.Match[str]) -> str:
+            server = self.by_port.get(match.group(1)) or (self.started[0] if self.started else None)
+            if server is None:
+                raise ValueError(f"a command names a model at {match.group(0)} before any `arena serve` line "
+                                 "started one")
+            return server.base_url
+        return [_MODEL_URL.sub(served, arg) for arg in args]

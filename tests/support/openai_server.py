@@ -1,4 +1,5 @@
-"""A small OpenAI-compatible chat-completions server on 127.0.0.1 that tests script.
+"""A small OpenAI-compatible chat-completions server on 127.0.0.1 that tests script (the wire side is
+`arena.endpoints.chat_server`, which `arena serve` uses too).
 
     def respond(request: dict) -> Reply | str: ...
     with OpenAIStub(respond) as server:
@@ -24,53 +25,11 @@ import math
 import random
 import re
 import threading
-import time
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from arena.endpoints.chat_server import ChatServer, Reply, Responder, completion_body
 
-@dataclass
-class Reply:
-    content: str | None = ""
-    tool_calls: list[dict[str, Any]] | None = None
-    reasoning: str | None = None
-    status: int = 200
-    delay: float = 0.0
-    body: dict[str, Any] | None = None
-    prompt_tokens: int = 10
-    completion_tokens: int = 5
-    finish_reason: str = "stop"
-    error: str = "scripted failure"
-
-
-Responder = Callable[[dict[str, Any]], "Reply | str"]
-
-
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 256
-    daemon_threads = True
-
-
-def completion_body(reply: Reply, model: str) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-    if reply.reasoning is not None:
-        message["reasoning_content"] = reply.reasoning
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {"id": call.get("id", f"call_{i}"), "type": "function",
-             "function": {"name": call["name"], "arguments": call["arguments"] if isinstance(call["arguments"], str)
-                          else json.dumps(call["arguments"])}}
-            for i, call in enumerate(reply.tool_calls)
-        ]
-    return {
-        "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": model,
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if reply.tool_calls else reply.finish_reason}],
-        "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                  "total_tokens": reply.prompt_tokens + reply.completion_tokens},
-    }
-
+__all__ = ["OpenAIStub", "Reply", "Responder", "completion_body", "last_user_text", "bench_responder", "skim"]
 
 _ASSISTANT = re.compile(rb'"role"\s*:\s*"assistant"')
 
@@ -81,90 +40,27 @@ def skim(raw: bytes) -> dict[str, Any]:
     return {"model": "bench", "messages": [{"role": "assistant"}] * len(_ASSISTANT.findall(raw))}
 
 
-class _SharedPortServer(_Server):
-    allow_reuse_port = True  # SO_REUSEPORT: several processes serve one port
+class OpenAIStub(ChatServer):
+    """The shared chat server (`arena.endpoints.chat_server`) answering with a test's responder, keeping (with
+    `keep`) every parsed request in `requests` and every POST's raw exchange in `exchanges`."""
 
-
-class OpenAIStub:
     def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0, keep: bool = True,
                  parse: Callable[[bytes], Any] = json.loads, reuse_port: bool = False):
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self.exchanges: list[tuple[bytes, int, bytes]] = []
         self._lock = threading.Lock()
-        stub = self
+        super().__init__(self._respond if keep else responder, host=host, port=port, parse=parse,
+                         reuse_port=reuse_port, on_exchange=self._record if keep else None)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
+    def _respond(self, request: dict[str, Any]) -> "Reply | str":
+        with self._lock:
+            self.requests.append(request)
+        return self.responder(request)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if getattr(self, "_raw", None) is not None:
-                    with stub._lock:
-                        stub.exchanges.append((self._raw, status, data))
-                try:
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def do_GET(self) -> None:
-                self._raw = None
-                if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
-                else:
-                    self._send(404, {"error": {"message": "not found"}})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                raw = self.rfile.read(length)
-                self._raw = raw if keep else None
-                try:
-                    request = parse(raw or b"{}")
-                except json.JSONDecodeError:
-                    self._send(400, {"error": {"message": "bad json"}})
-                    return
-                if keep:
-                    with stub._lock:
-                        stub.requests.append(request)
-                reply = stub.responder(request)
-                if isinstance(reply, str):
-                    reply = Reply(content=reply)
-                if reply.delay:
-                    time.sleep(reply.delay)
-                if reply.status != 200:
-                    self._send(reply.status, {"error": {"message": reply.error, "type": "server_error"}})
-                    return
-                self._send(200, reply.body or completion_body(reply, request.get("model", "stub")))
-
-        self._server = (_SharedPortServer if reuse_port else _Server)((host, port), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def start(self) -> "OpenAIStub":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> "OpenAIStub":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def _record(self, raw: bytes, status: int, data: bytes) -> None:
+        with self._lock:
+            self.exchanges.append((raw, status, data))
 
 
 def last_user_text(request: dict[str, Any]) -> str:
@@ -219,4 +115,4 @@ if __name__ == "__main__":
                         port=args.port, reuse_port=args.reuse_port)
     print(server.base_url, flush=True)
     sys.stdout.flush()
-    server._server.serve_forever()
+    server.serve_forever()

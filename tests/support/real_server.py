@@ -47,9 +47,10 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any, Callable
 
+from arena.endpoints.chat_server import JsonHandler
 from tests.support.openai_server import Reply, completion_body
 
 Policy = Callable[[dict[str, Any]], "Reply | str"]
@@ -118,22 +119,9 @@ class RealServer:
         self._lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(JsonHandler):
             def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_json(status, body, headers)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))

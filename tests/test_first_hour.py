@@ -17,11 +17,14 @@ import time
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from arena.cli.common import PlainProgress, output_width
 from arena.cli.main import app
+from arena.review.fit import fits
 from arena.review.rundata import load_run
+from arena.review.table import fitted_summary, summary_table
 from arena.review.viewer import write_viewer
 from arena.runs.config import RunConfig
 from arena.runs.runner import run
@@ -56,9 +59,10 @@ def test_summary_piped_fits_the_width_and_shows_both_budgets(sweep: Path, column
     lines = done.stdout.splitlines()
     assert max(len(line) for line in lines) <= width, done.stdout
     assert "…" not in done.stdout
-    rows = [line.split() for line in lines if line.startswith("scripted")]
-    assert [row[:3] for row in rows] == [["scripted", "search+crop", "10"], ["scripted", "search+crop", "21"]]
-    assert all(row[3] == "2" and row[4:7] == ["50.00", "[0.0,", "100.0]"] for row in rows), rows  # whole
+    assert "agent: scripted" in done.stdout  # one agent: named above the table, not in a column
+    rows = [line.split() for line in lines if line.startswith("search+crop")]
+    assert [row[:2] for row in rows] == [["search+crop", "10"], ["search+crop", "21"]]
+    assert all(row[2] == "2" and row[3:6] == ["50.00", "[0.0,", "100.0]"] for row in rows), rows  # whole
     wide = arena("summary", str(sweep), "--wide", columns=200)
     assert "util %" in wide.stdout and "tok/ep" in wide.stdout and "util %" not in done.stdout
 
@@ -207,3 +211,22 @@ def test_a_permalink_brings_its_episode_to_the_top(tiny_data: Path, tmp_path: Pa
 
     # before, the page scrolled while it was still too short: the row stopped a band lower than the top
     assert abs(asyncio.run(top_of_opened_row())) < 2
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_two_long_agent_names_read_whole_at_any_width(sweep: Path, columns: int) -> None:
+    """Two agents named as model runs name them: each name breaks after its last "/" and no word of any cell is
+    cut, folded or dropped, stacked or as blocks when the terminal is too narrow for one line per row."""
+    summary = load_run(sweep).summary
+    names = ["openai:Qwen/Qwen2.5-VL-7B-Instruct", "openai:OpenGVLab/InternVL3-8B"]
+    summary["groups"] = [dict(g, agent=name) for name in names for g in summary["groups"]]
+    console = Console(width=columns, file=io.StringIO(), color_system=None)
+    console.print(fitted_summary(console, summary, title="two"))
+    shown = console.file.getvalue()
+    assert max(len(line) for line in shown.splitlines()) <= columns, shown
+    words = shown.split()
+    for name in names:
+        head, _, tail = name.rpartition("/")
+        assert name in words or (f"{head}/" in words and tail in words), shown
+    assert shown.count("search+crop") == 4 and "…" not in shown
+    assert fits(console, summary_table(summary, "two")) == (columns >= 120)  # else stacked

@@ -22,8 +22,8 @@ from arena.judges.completeness import completeness, planned_of
 from arena.judges.metrics import ERRORED
 from arena.core.prompt_book import protocol_label
 from arena.review.rundata import RunData, load_run
-from arena.review.table import (errors_counted_as_wrong, judge_warnings, legend_lines, repeat_lines, suite_headlines,
-                                summary_table, support_lines)
+from arena.review.table import (errors_counted_as_wrong, fitted_summary, judge_warnings, legend_lines, repeat_lines,
+                                suite_headlines, summary_table, support_lines)
 from arena.runs.briefs import EpisodeBrief, VerdictBrief
 from arena.runs.config import RunConfig
 from arena.runs.outage import ErrorTally
@@ -236,7 +236,7 @@ def print_summary(summary: dict[str, Any], title: str, run_dir: Any = None, lege
         console.print(f"[yellow]{escape(incomplete)}[/yellow]", highlight=False)
     for warning in dict.fromkeys(summary.get("warnings", [])):  # what the data and the endpoints said, first
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False, emoji=False)
-    console.print(summary_table(summary, title=title, wide=wide))
+    console.print(fitted_summary(console, summary, title=title, wide=wide))
     if legend:
         for line in legend_lines(summary, console.width, wide=wide):
             console.print(line, markup=False, highlight=False)

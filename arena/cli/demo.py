@@ -20,7 +20,7 @@ from rich.console import Console
 from arena.core.dataset import load_datasets
 from arena.core.world import WORLD_BUILDERS, is_world, read_world
 from arena.review.rundata import load_run
-from arena.review.table import legend_lines, summary_table
+from arena.review.table import fitted_summary, legend_lines
 from arena.review.viewer import write_viewer
 from arena.runs.config import RunConfig
 from arena.runs.plugins import load_plugins
@@ -71,7 +71,8 @@ def run_demo(console: Console, out: Path, worlds: Path, size: str = "small") -> 
             result = asyncio.run(execute(config))
         results.append(result)
         viewer = write_viewer([load_run(result.run_dir)], result.run_dir / "viewer.html")
-        console.print(summary_table(result.summary, title=f"{agent} on {WORLD}-{size} (judge: normalized)"))
+        console.print(fitted_summary(console, result.summary,
+                                     title=f"{agent} on {WORLD}-{size} (judge: normalized)"))
         console.print(f"  run directory: {result.run_dir}   viewer: {viewer}")
     console.print("what the columns mean (any run: arena summary RUN --legend; every column: arena summary RUN "
                   "--wide --legend):", highlight=False)

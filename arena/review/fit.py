@@ -9,14 +9,12 @@ shown whole at any width.
 from __future__ import annotations
 
 import io
+from collections import Counter
 
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
-
-ELLIPSIS = "…"
-
 
 def cells_of(table: Table) -> list[list[str]]:
     """The table's rows as plain strings, column by column."""
@@ -25,15 +23,16 @@ def cells_of(table: Table) -> list[list[str]]:
 
 
 def fits(console: Console, table: Table, width: int | None = None) -> bool:
-    """Whether `table` laid out in `width` (default: the console's) shows every cell whole: rendered there, it
-    holds no "…" that its own text does not."""
-    width = width or console.width
+    """Whether `table` laid out in `width` (default: the console's) shows every cell whole: rendered there, it holds
+    exactly the words it holds when nothing constrains it (a cell cut to "…", folded inside a word or a column
+    dropped for want of room changes them; a cell wrapped at its spaces does not)."""
+    return Counter(_rendered(table, width or console.width).split()) == Counter(_rendered(table, 10_000).split())
+
+
+def _rendered(table: Table, width: int) -> str:
     probe = Console(width=width, file=io.StringIO(), color_system=None, legacy_windows=False)
     probe.print(table)
-    own = sum(cell.count(ELLIPSIS) for row in cells_of(table) for cell in row)
-    own += sum(str(c.header).count(ELLIPSIS) for c in table.columns) + str(table.title or "").count(ELLIPSIS)
-    own += str(table.caption or "").count(ELLIPSIS)
-    return probe.file.getvalue().count(ELLIPSIS) <= own
+    return probe.file.getvalue()
 
 
 def as_rows(table: Table) -> Group:

@@ -6,9 +6,12 @@ import textwrap
 from typing import Any
 
 from rich import box
+from rich.console import Console, RenderableType
 from rich.table import Table
 
 from arena.core.prompt_book import protocol_label
+
+from .fit import fits, fitted
 
 
 def fmt(value: Any, digits: int = 2) -> str:
@@ -52,32 +55,68 @@ WIDE_COLUMNS = ("agent", "setting", "N", "eps", "Pass@1 % [95% CI]", "L1", "L2",
 LEFT_COLUMNS = ("agent", "setting", "finish")
 
 
-def summary_table(summary: dict[str, Any], title: str | None = None, wide: bool = False) -> Table:
+def summary_table(summary: dict[str, Any], title: str | None = None, wide: bool = False,
+                  stacked: bool = False) -> Table:
     """Per (agent, setting, max rounds): the episodes, Pass@1 (± std over repeats, 95 % CI), errored episodes and
     finish reasons (`COMPACT_COLUMNS`); with `wide`, also per level, tool use, judge errors, unjudged episodes,
     tokens and seconds (`WIDE_COLUMNS`); the cost when a price is known, either way. Pass@1 is over the episodes
     played to the end, errored ones counted apart, or under `--protocol original` with them counted as wrong; the
-    caption says which. No cell is ever cut: names and finish reasons wrap when the terminal is narrow."""
+    caption says which. No cell is ever cut: a run of one agent names it in the title instead of a column, a long
+    agent name breaks after its last "/" or ":", and with `stacked` (for a narrow terminal: `fitted_summary`)
+    Pass@1 breaks before its interval and each finish reason takes a line; setting, N and counts never break."""
+    groups = summary.get("groups", [])
+    agents = sorted({g["agent"] for g in groups})
     title = title or f"judge: {summary.get('judge')}"
+    if len(agents) == 1 and agents[0] not in title:
+        title += f" · agent: {agents[0]}"
     if summary.get("protocol") and "protocol:" not in title:
         title += f" · protocol: {protocol_label(summary['protocol'], summary.get('prompts'))}"
-    errored = sum(g.get("errored", 0) for g in summary.get("groups", []))
+    errored = sum(g.get("errored", 0) for g in groups)
     table = Table(title=title, show_lines=False, box=box.SIMPLE_HEAD, padding=(0, 1),
                   collapse_padding=True, show_edge=False, pad_edge=False, caption_justify="left",
                   title_justify="left",
                   caption=(ERRORED_AS_WRONG if errors_counted_as_wrong(summary) else ERRORED_LEFT_OUT)
                   if errored else None)
-    costed = any(g.get("cost") is not None for g in summary.get("groups", []))  # dollars are always worth a column
-    for name in (WIDE_COLUMNS if wide else COMPACT_COLUMNS) + (("cost $",) if costed else ()):
-        left = name in LEFT_COLUMNS
-        table.add_column(name, justify="left" if left else "right", no_wrap=not left,
-                         overflow="fold", min_width=8 if name == "finish" else None)
-    for g in summary.get("groups", []):
+    costed = any(g.get("cost") is not None for g in groups)  # dollars are always worth a column
+    names = [n for n in (WIDE_COLUMNS if wide else COMPACT_COLUMNS) if n != "agent" or len(agents) != 1]
+    rows = []
+    for g in groups:
         cells = group_cells(summary, g)
+        cells["agent"] = agent_lines(g["agent"])
+        if stacked:
+            cells["Pass@1 % [95% CI]"] = cells["Pass@1 % [95% CI]"].replace(" [", "\n[")
+            cells["finish"] = cells["finish"].replace(" ", "\n")
         if costed:
             cells["cost $"] = fmt(g.get("cost"), 4)
-        table.add_row(*(cells[str(c.header)] for c in table.columns))
+        rows.append(cells)
+    names += ["cost $"] if costed else []
+    for name in names:
+        header = name.replace(" [", "\n[") if stacked else name
+        longest = max((len(line) for r in rows for line in r[name].splitlines()), default=0)
+        table.add_column(header, justify="left" if name in LEFT_COLUMNS else "right", no_wrap=True,
+                         min_width=max([longest] + [len(line) for line in header.splitlines()]))
+    for cells in rows:
+        table.add_row(*(cells[name] for name in names))
     return table
+
+
+def fitted_summary(console: Console, summary: dict[str, Any], title: str | None = None,
+                   wide: bool = False) -> RenderableType:
+    """`summary_table` as it reads whole on `console`: on one line per row when that fits, else stacked, else one
+    block per row (`arena.review.fit.as_rows`)."""
+    table = summary_table(summary, title, wide)
+    if fits(console, table):
+        return table
+    return fitted(console, summary_table(summary, title, wide, stacked=True))
+
+
+def agent_lines(agent: str, longest: int = 16) -> str:
+    """An agent's name for a table cell: whole when short, else broken after its last "/" (or ":") so that the
+    cell is as narrow as its longer part (`openai:Qwen/` above `Qwen2.5-VL-7B-Instruct`)."""
+    if len(agent) <= longest:
+        return agent
+    cut = max(agent.rfind("/"), agent.rfind(":"))
+    return agent if cut <= 0 or cut == len(agent) - 1 else f"{agent[:cut + 1]}\n{agent[cut + 1:]}"
 
 
 def _pass1_cell(summary: dict[str, Any], g: dict[str, Any]) -> str:

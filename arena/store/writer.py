@@ -343,7 +343,8 @@ class WriterBlobStore(BlobStore):
             self._stored.add(blob_id)
             return blob_id
         if self.wait:  # independent of the records: no barrier between the commits of a batch
-            return self.writer._put(APPEND, None, self.write, (blob_id, data)).result()
+            self._stored.add(self.writer._put(APPEND, None, self.write, (blob_id, data)).result())
+            return blob_id
         with self._lock:
             if blob_id in self._pending:
                 return blob_id

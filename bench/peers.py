@@ -57,15 +57,20 @@ ASSISTANT = re.compile(rb'"role"\s*:\s*"assistant"')
 
 # --- the scripted model server (its own process) -------------------------------------------------------------
 
+ROUNDS = int(os.environ.get("ARENA_BENCH_ROUNDS", "3"))
+"""Model calls per task (`--rounds`): crop and search in turn, then the answer (3: crop, search, answer)."""
+
+
 def _reply(body: bytes) -> dict[str, Any]:
-    """Crop, search, answer by the number of assistant messages; smolagents answers through `final_answer`."""
+    """Crop, search (in turn, `ROUNDS` - 1 calls), answer by the number of assistant messages; smolagents answers
+    through `final_answer`."""
     from tests.support.openai_server import Reply, completion_body
 
     n = len(ASSISTANT.findall(body))
     calls = [[{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": BOX, "label": "sign"}}],
              [{"name": "text_search_tool", "arguments": {"query": "Orvanta Lighthouse"}}]]
-    if n < 2:
-        return completion_body(Reply(content="", tool_calls=calls[n]), "bench")
+    if n < ROUNDS - 1:
+        return completion_body(Reply(content="", tool_calls=calls[n % 2]), "bench")
     if b'"final_answer"' in body:
         return completion_body(Reply(content="", tool_calls=[{"name": "final_answer",
                                                               "arguments": {"answer": "1874"}}]), "bench")
@@ -171,7 +176,7 @@ def run_arena(data: Path, url: str, concurrency: int, out: Path) -> int:
     # protocol "arena": images sized as a Qwen-VL processor would (up to 1280x28x28 pixels); under "original"
     # (the default for this format) the published evaluator's sizes would send each 4K file as it is (21.5 MB)
     config = RunConfig(data=str(data), agent="openai", judge="normalized", out=str(out), run_id="peers",
-                       concurrency=concurrency, max_rounds=[5], protocol="arena",
+                       concurrency=concurrency, max_rounds=[max(5, ROUNDS)], protocol="arena",
                        agent_options={"model": "bench", "base_url": url, "tool_mode": "native"})
     result = run(config)
     return sum(e.finish_reason == "answered" and e.answer == "1874" for e in result.episodes)
@@ -273,7 +278,7 @@ def run_smolagents(data: Path, url: str, concurrency: int, out: Path) -> int:
     def one(item: dict) -> bool:
         path = str(data.parent / item["image"][0])
         model = OpenAIServerModel(model_id="bench", api_base=url, api_key="x")
-        agent = ToolCallingAgent(tools=[Crop(path), Search()], model=model, max_steps=5, verbosity_level=0,
+        agent = ToolCallingAgent(tools=[Crop(path), Search()], model=model, max_steps=max(5, ROUNDS), verbosity_level=0,
                                  step_callbacks=[show_crops])
         answer = agent.run(QUESTION, images=[Image.open(path)])
         return str(answer) == "1874"
@@ -299,8 +304,8 @@ def worker(harness: str, data: Path, url: str, concurrency: int, out: Path) -> N
 
         requests = floor.recorded_requests(out)  # read before the clock starts
         result = floor.measure(requests, url)
-        print(json.dumps({**result, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                          "codec": 0.0}))
+        result = {k: v for k, v in result.items() if k != "each"}
+        print(json.dumps({**result, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "codec": 0.0}))
         return
 
     logging.disable(logging.WARNING)
@@ -367,9 +372,9 @@ def measure(harness: str, data: Path, url: str, concurrency: int, out: Path, tas
     result = json.loads(done.stdout.strip().splitlines()[-1])
     after = _stats(url)
     rounds = after["requests"] - before["requests"]
-    if result["correct"] != tasks or rounds != 3 * tasks:
+    if result["correct"] != tasks or rounds != ROUNDS * tasks:
         raise SystemExit(f"{harness}: {result['correct']}/{tasks} answered correctly in {rounds} model calls "
-                         f"(expected {3 * tasks}); the workload did not run as scripted")
+                         f"(expected {ROUNDS * tasks}); the workload did not run as scripted")
     return {**result, "rounds": rounds, "bytes": (after["bytes"] - before["bytes"]) / rounds, "tasks": tasks}
 
 
@@ -383,7 +388,7 @@ def table(rows: dict[str, dict[Any, Any]]) -> str:
             if row[1].get("codec") else "not measured"
         rate = " / ".join(f"{row[c]['rounds'] / row[c]['wall']:.1f}" for c in (1, 32, 64))
         tasks = row["slow"]["tasks"]
-        ideal = 3 * 0.2 * -(-tasks // 64)
+        ideal = ROUNDS * 0.2 * -(-tasks // 64)
         over = 100 * (row["slow"]["wall"] / ideal - 1)
         lines.append(f"| {harness} ({tasks} tasks) | {cpu} | {codec} | {rate} | {over:+.0f} % | "
                      f"{row[64]['rss_mb']:,.0f} MB | {row[64]['bytes'] / 1e6:.2f} MB |")
@@ -414,7 +419,7 @@ def floor_table(rows: dict[str, dict[Any, Any]], runs: dict[str, dict[Any, list]
     for h in names:
         slow = rows[h].get("slow")
         walls.append("1.00× (by definition)" if h == "floor" else "–" if slow is None else
-                     f"{slow['wall'] / (3 * 0.2 * -(-slow['tasks'] // 64)):.2f}×")
+                     f"{slow['wall'] / (ROUNDS * 0.2 * -(-slow['tasks'] // 64)):.2f}×")
     lines.append("| wall / ideal, 64-way, 200 ms server | " + " | ".join(walls) + " |")
     lines.append("| request bytes per round (server side) | " + " | ".join(
         f"{rows[h][1]['bytes'] / 1e6:.2f} MB" if 1 in rows[h] else "–" for h in names) + " |")
@@ -481,6 +486,8 @@ def main() -> None:
     parser.add_argument("--levels", nargs="+", choices=["1", "32", "64", "slow"], default=["1", "32", "64", "slow"],
                         help="zero-latency concurrencies to run, and `slow` (200 ms server, 64-way)")
     parser.add_argument("--repeats", type=int, default=1, help="measurements per harness and level, interleaved")
+    parser.add_argument("--rounds", type=int, default=ROUNDS,
+                        help="model calls per task: crops and searches in turn, then the answer (default 3)")
     parser.add_argument("--concurrency", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--readme", type=Path, help="rewrite the table between the peers markers in this file")
     parser.add_argument("--floor-readme", type=Path,
@@ -495,6 +502,9 @@ def main() -> None:
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rounds != ROUNDS:  # the server and the workers read it from the environment
+        os.environ["ARENA_BENCH_ROUNDS"] = str(args.rounds)
+        os.execv(sys.executable, [sys.executable, *sys.argv])
     if args.serve is not None:
         return serve(args.serve)
     if args.worker:

@@ -302,8 +302,8 @@ def worker(harness: str, data: Path, url: str, concurrency: int, out: Path) -> N
     if harness == "floor":
         import floor
 
-        requests = floor.recorded_requests(out)  # read before the clock starts
-        result = floor.measure(requests, url)
+        episodes = floor.recorded_episodes(out)  # read before the clock starts
+        result = floor.measure_episodes(episodes, url, concurrency)
         result = {k: v for k, v in result.items() if k != "each"}
         print(json.dumps({**result, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "codec": 0.0}))
         return
@@ -409,7 +409,7 @@ def floor_table(rows: dict[str, dict[Any, Any]], runs: dict[str, dict[Any, list]
     lines.append("| CPU ms per round, c = 1 / 32 / 64 (median; range over repeats at c = 1) | " + " | ".join(
         " / ".join("–" if v is None else f"{v:.2f}" for v in cpu[h]) + spread(h, 1) for h in names) + " |")
     if floor:
-        base = floor["cpu"] / floor["rounds"] * 1000
+        base = floor["cpu"] / floor["rounds"] * 1000  # the floor of a round, one after the other
         lines.append("| × the floor, c = 1 / 32 / 64 | " + " | ".join(
             " / ".join("–" if v is None else f"{v / base:.1f}×" for v in cpu[h]) for h in names) + " |")
         ops = " + ".join(f"{floor[k] / floor['rounds'] * 1000:.2f}" for k in ("encode", "push", "parse"))
@@ -418,8 +418,7 @@ def floor_table(rows: dict[str, dict[Any, Any]], runs: dict[str, dict[Any, list]
     walls = []
     for h in names:
         slow = rows[h].get("slow")
-        walls.append("1.00× (by definition)" if h == "floor" else "–" if slow is None else
-                     f"{slow['wall'] / (ROUNDS * 0.2 * -(-slow['tasks'] // 64)):.2f}×")
+        walls.append("–" if slow is None else f"{slow['wall'] / (ROUNDS * 0.2 * -(-slow['tasks'] // 64)):.2f}×")
     lines.append("| wall / ideal, 64-way, 200 ms server | " + " | ".join(walls) + " |")
     lines.append("| request bytes per round (server side) | " + " | ".join(
         f"{rows[h][1]['bytes'] / 1e6:.2f} MB" if 1 in rows[h] else "–" for h in names) + " |")
@@ -453,12 +452,12 @@ def measure_all(args: argparse.Namespace, data: Path, tmp: Path) -> dict[str, di
             continue
         proc, url = _server(delay)
         try:
-            source = tmp / "floor-source"
-            if "floor" in args.harness and delay == 0.0:
-                measure("arena", data, url, 1, source, args.tasks)
+            source = tmp / f"floor-source-{delay}"
+            if "floor" in args.harness:  # the requests the floor sends: an arena run's, recorded (not measured)
+                measure("arena", data, url, 1 if delay == 0.0 else 64, source, args.tasks)
             for repeat in range(args.repeats):
                 for level in levels:
-                    for harness in [h for h in args.harness if h != "floor" or level != "slow"]:
+                    for harness in args.harness:
                         concurrency = 64 if level == "slow" else level
                         out = source / "peers" if harness == "floor" else tmp / f"{harness}-{level}-{repeat}"
                         row = measure(harness, data, url, concurrency, out, args.tasks)

@@ -34,6 +34,7 @@ import json
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -357,14 +358,15 @@ def _stats(url: str) -> dict[str, int]:
 
 
 def _server(delay: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve", str(delay)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve", str(delay)],
+                            stdout=subprocess.PIPE, text=True)
     return proc, proc.stdout.readline().strip()
 
 
 def measure(harness: str, data: Path, url: str, concurrency: int, out: Path, tasks: int) -> dict[str, float]:
     before = _stats(url)
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", harness, "--data", str(data), "--url", url,
-                           "--concurrency", str(concurrency), "--out", str(out)],
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", harness, "--data", str(data),
+                           "--url", url, "--concurrency", str(concurrency), "--out", str(out)],
                           capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "bench")])})
     if done.returncode != 0:
@@ -409,17 +411,22 @@ def floor_table(rows: dict[str, dict[Any, Any]], runs: dict[str, dict[Any, list]
     lines.append("| CPU ms per round, c = 1 / 32 / 64 (median; range over repeats at c = 1) | " + " | ".join(
         " / ".join("–" if v is None else f"{v:.2f}" for v in cpu[h]) + spread(h, 1) for h in names) + " |")
     if floor:
-        base = floor["cpu"] / floor["rounds"] * 1000  # the floor of a round, one after the other
-        lines.append("| × the floor, c = 1 / 32 / 64 | " + " | ".join(
-            " / ".join("–" if v is None else f"{v / base:.1f}×" for v in cpu[h]) for h in names) + " |")
+        bases = [m["cpu"] / m["rounds"] for m in runs["floor"][1]]  # the floor of a round, one after the other
+
+        def times(h: str, level: int) -> str:  # each repeat against the floor measured beside it, then the median
+            ratios = [m["cpu"] / m["rounds"] / base for m, base in zip(runs[h].get(level, []), bases)]
+            return f"{statistics.median(ratios):.1f}×" if ratios else "–"
+        lines.append("| × the floor at c = 1 (median of each repeat's ratio), c = 1 / 32 / 64 | " + " | ".join(
+            " / ".join(times(h, c) for c in (1, 32, 64)) for h in names) + " |")
         ops = " + ".join(f"{floor[k] / floor['rounds'] * 1000:.2f}" for k in ("encode", "push", "parse"))
         lines.append("| floor's ops: orjson encode + loopback push + reply parse, ms | " +
                      " | ".join(ops if h == "floor" else "" for h in names) + " |")
     walls = []
     for h in names:
-        slow = rows[h].get("slow")
-        walls.append("–" if slow is None else f"{slow['wall'] / (ROUNDS * 0.2 * -(-slow['tasks'] // 64)):.2f}×")
-    lines.append("| wall / ideal, 64-way, 200 ms server | " + " | ".join(walls) + " |")
+        slow = runs.get(h, {}).get("slow", [])
+        over = sorted(m["wall"] / (ROUNDS * 0.2 * -(-m["tasks"] // 64)) for m in slow)
+        walls.append(f"{statistics.median(over):.2f}× ({over[0]:.2f}–{over[-1]:.2f})" if over else "–")
+    lines.append("| wall / ideal, 64-way, 200 ms server (median, range) | " + " | ".join(walls) + " |")
     lines.append("| request bytes per round (server side) | " + " | ".join(
         f"{rows[h][1]['bytes'] / 1e6:.2f} MB" if 1 in rows[h] else "–" for h in names) + " |")
     return "\n".join(lines)

@@ -78,10 +78,20 @@ class CorpusIndex:
         self._bm25.index(_tokens([f"{d.title}\n{d.title}\n{d.text}" for d in documents]), show_progress=False)
 
     @classmethod
-    def for_dir(cls, corpus_dir: Path, built_only: bool = False) -> "CorpusIndex | None":
+    def for_dir(cls, corpus_dir: Path) -> "CorpusIndex":
         """The index of `corpus_dir/docs.jsonl`, built once per file version: one `stat` per call, the file known by
-        its device and inode (whatever path or link reaches it), size, and modification and change times. With
-        `built_only`, None instead of building it (a caller on the event loop)."""
+        its device and inode (whatever path or link reaches it), size, and modification and change times."""
+        index = cls._lookup(corpus_dir, build=True)
+        assert index is not None
+        return index
+
+    @classmethod
+    def built(cls, corpus_dir: Path) -> "CorpusIndex | None":
+        """`for_dir`'s index if it is built already, else None (for a caller on the event loop: one `stat`)."""
+        return cls._lookup(corpus_dir, build=False)
+
+    @classmethod
+    def _lookup(cls, corpus_dir: Path, build: bool) -> "CorpusIndex | None":
         path = Path(corpus_dir) / "docs.jsonl"
         try:
             stat = os.stat(path)
@@ -92,7 +102,7 @@ class CorpusIndex:
         key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
         with cls._lock:
             if key not in cls._cache:
-                if built_only:
+                if not build:
                     return None
                 cls._cache[key] = cls(read_documents(path))
             return cls._cache[key]

@@ -34,6 +34,7 @@ import json
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -51,21 +52,26 @@ BOX = [700, 80, 960, 220]  # relative 0-1000: the sign of the tiny dataset's sce
 QUESTION = "In which year was the lighthouse on the sign built?"
 SEARCH_TEXT = ("1. Orvanta Lighthouse (https://wiki.local/Orvanta): Orvanta Lighthouse is a stone tower on the "
                "Keltic coast. It was built in 1874 by the engineer Mirelle Dastrow.")
-HARNESSES = ("arena", "inspect", "smolagents")
+HARNESSES = ("arena", "inspect", "smolagents", "floor")
 ASSISTANT = re.compile(rb'"role"\s*:\s*"assistant"')
 
 
 # --- the scripted model server (its own process) -------------------------------------------------------------
 
+ROUNDS = int(os.environ.get("ARENA_BENCH_ROUNDS", "3"))
+"""Model calls per task (`--rounds`): crop and search in turn, then the answer (3: crop, search, answer)."""
+
+
 def _reply(body: bytes) -> dict[str, Any]:
-    """Crop, search, answer by the number of assistant messages; smolagents answers through `final_answer`."""
+    """Crop, search (in turn, `ROUNDS` - 1 calls), answer by the number of assistant messages; smolagents answers
+    through `final_answer`."""
     from tests.support.openai_server import Reply, completion_body
 
     n = len(ASSISTANT.findall(body))
     calls = [[{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": BOX, "label": "sign"}}],
              [{"name": "text_search_tool", "arguments": {"query": "Orvanta Lighthouse"}}]]
-    if n < 2:
-        return completion_body(Reply(content="", tool_calls=calls[n]), "bench")
+    if n < ROUNDS - 1:
+        return completion_body(Reply(content="", tool_calls=calls[n % 2]), "bench")
     if b'"final_answer"' in body:
         return completion_body(Reply(content="", tool_calls=[{"name": "final_answer",
                                                               "arguments": {"answer": "1874"}}]), "bench")
@@ -171,7 +177,7 @@ def run_arena(data: Path, url: str, concurrency: int, out: Path) -> int:
     # protocol "arena": images sized as a Qwen-VL processor would (up to 1280x28x28 pixels); under "original"
     # (the default for this format) the published evaluator's sizes would send each 4K file as it is (21.5 MB)
     config = RunConfig(data=str(data), agent="openai", judge="normalized", out=str(out), run_id="peers",
-                       concurrency=concurrency, max_rounds=[5], protocol="arena",
+                       concurrency=concurrency, max_rounds=[max(5, ROUNDS)], protocol="arena",
                        agent_options={"model": "bench", "base_url": url, "tool_mode": "native"})
     result = run(config)
     return sum(e.finish_reason == "answered" and e.answer == "1874" for e in result.episodes)
@@ -273,7 +279,7 @@ def run_smolagents(data: Path, url: str, concurrency: int, out: Path) -> int:
     def one(item: dict) -> bool:
         path = str(data.parent / item["image"][0])
         model = OpenAIServerModel(model_id="bench", api_base=url, api_key="x")
-        agent = ToolCallingAgent(tools=[Crop(path), Search()], model=model, max_steps=5, verbosity_level=0,
+        agent = ToolCallingAgent(tools=[Crop(path), Search()], model=model, max_steps=max(5, ROUNDS), verbosity_level=0,
                                  step_callbacks=[show_crops])
         answer = agent.run(QUESTION, images=[Image.open(path)])
         return str(answer) == "1874"
@@ -284,14 +290,24 @@ def run_smolagents(data: Path, url: str, concurrency: int, out: Path) -> int:
 
 
 RUNNERS = {"arena": run_arena, "inspect": run_inspect, "smolagents": run_smolagents}
-IMPORTS = {"arena": ["arena.runs.runner", "arena.agents.openai_agent"],
+IMPORTS: dict[str, list[str]] = {"floor": [], "arena": ["arena.runs.runner", "arena.agents.openai_agent"],
            "inspect": ["inspect_ai", "inspect_ai.model._providers.openai_compatible", "inspect_ai.solver"],
            "smolagents": ["smolagents", "openai"]}
 
 
 def worker(harness: str, data: Path, url: str, concurrency: int, out: Path) -> None:
-    """Run one harness once in this process; print wall, CPU, peak RSS and the number of correct answers."""
+    """Run one harness once in this process; print wall, CPU, peak RSS and the number of correct answers. The
+    floor (`bench/floor.py`) sends the requests recorded in the arena run `out` instead, one after the other."""
     import logging
+
+    if harness == "floor":
+        import floor
+
+        episodes = floor.recorded_episodes(out)  # read before the clock starts
+        result = floor.measure_episodes(episodes, url, concurrency)
+        result = {k: v for k, v in result.items() if k != "each"}
+        print(json.dumps({**result, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "codec": 0.0}))
+        return
 
     logging.disable(logging.WARNING)
     for module in IMPORTS[harness]:  # start-up imports are not part of the run
@@ -342,23 +358,25 @@ def _stats(url: str) -> dict[str, int]:
 
 
 def _server(delay: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(delay)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve", str(delay)],
+                            stdout=subprocess.PIPE, text=True)
     return proc, proc.stdout.readline().strip()
 
 
 def measure(harness: str, data: Path, url: str, concurrency: int, out: Path, tasks: int) -> dict[str, float]:
     before = _stats(url)
-    done = subprocess.run([sys.executable, __file__, "--worker", harness, "--data", str(data), "--url", url,
-                           "--concurrency", str(concurrency), "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", harness, "--data", str(data),
+                           "--url", url, "--concurrency", str(concurrency), "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "bench")])})
     if done.returncode != 0:
         raise SystemExit(f"{harness} at concurrency {concurrency} failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
     after = _stats(url)
     rounds = after["requests"] - before["requests"]
-    if result["correct"] != tasks or rounds != 3 * tasks:
+    if result["correct"] != tasks or rounds != ROUNDS * tasks:
         raise SystemExit(f"{harness}: {result['correct']}/{tasks} answered correctly in {rounds} model calls "
-                         f"(expected {3 * tasks}); the workload did not run as scripted")
+                         f"(expected {ROUNDS * tasks}); the workload did not run as scripted")
     return {**result, "rounds": rounds, "bytes": (after["bytes"] - before["bytes"]) / rounds, "tasks": tasks}
 
 
@@ -372,21 +390,114 @@ def table(rows: dict[str, dict[Any, Any]]) -> str:
             if row[1].get("codec") else "not measured"
         rate = " / ".join(f"{row[c]['rounds'] / row[c]['wall']:.1f}" for c in (1, 32, 64))
         tasks = row["slow"]["tasks"]
-        ideal = 3 * 0.2 * -(-tasks // 64)
+        ideal = ROUNDS * 0.2 * -(-tasks // 64)
         over = 100 * (row["slow"]["wall"] / ideal - 1)
         lines.append(f"| {harness} ({tasks} tasks) | {cpu} | {codec} | {rate} | {over:+.0f} % | "
                      f"{row[64]['rss_mb']:,.0f} MB | {row[64]['bytes'] / 1e6:.2f} MB |")
     return "\n".join(lines)
 
 
+def floor_table(rows: dict[str, dict[Any, Any]], runs: dict[str, dict[Any, list]]) -> str:
+    """Issue 38's table: CPU per round of each harness and of the floor, each as a multiple of the floor, the
+    floor's ops, and wall over ideal at 64-way with a 200 ms server (medians of the repeats, range beside)."""
+    floor = rows.get("floor", {}).get(1)
+    names = [h for h in rows if h != "floor"] + (["floor"] if floor else [])
+    cpu = {h: [rows[h][c]["cpu"] / rows[h][c]["rounds"] * 1000 if c in rows[h] else None for c in (1, 32, 64)]
+           for h in names}
+    def spread(h: str, level: Any, key: str = "cpu") -> str:
+        values = sorted(m[key] / m["rounds"] * 1000 for m in runs.get(h, {}).get(level, []))
+        return f" ({values[0]:.2f}–{values[-1]:.2f})" if len(values) > 1 else ""
+    lines = ["| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    lines.append("| CPU ms per round, c = 1 / 32 / 64 (median; range over repeats at c = 1) | " + " | ".join(
+        " / ".join("–" if v is None else f"{v:.2f}" for v in cpu[h]) + spread(h, 1) for h in names) + " |")
+    if floor:
+        bases = [m["cpu"] / m["rounds"] for m in runs["floor"][1]]  # the floor of a round, one after the other
+
+        def times(h: str, level: int) -> str:  # each repeat against the floor measured beside it, then the median
+            ratios = [m["cpu"] / m["rounds"] / base for m, base in zip(runs[h].get(level, []), bases)]
+            return f"{statistics.median(ratios):.1f}×" if ratios else "–"
+        lines.append("| × the floor at c = 1 (median of each repeat's ratio), c = 1 / 32 / 64 | " + " | ".join(
+            " / ".join(times(h, c) for c in (1, 32, 64)) for h in names) + " |")
+        ops = " + ".join(f"{floor[k] / floor['rounds'] * 1000:.2f}" for k in ("encode", "push", "parse"))
+        lines.append("| floor's ops: orjson encode + loopback push + reply parse, ms | " +
+                     " | ".join(ops if h == "floor" else "" for h in names) + " |")
+    walls = []
+    for h in names:
+        slow = runs.get(h, {}).get("slow", [])
+        over = sorted(m["wall"] / (ROUNDS * 0.2 * -(-m["tasks"] // 64)) for m in slow)
+        walls.append(f"{statistics.median(over):.2f}× ({over[0]:.2f}–{over[-1]:.2f})" if over else "–")
+    lines.append("| wall / ideal, 64-way, 200 ms server (median, range) | " + " | ".join(walls) + " |")
+    lines.append("| request bytes per round (server side) | " + " | ".join(
+        f"{rows[h][1]['bytes'] / 1e6:.2f} MB" if 1 in rows[h] else "–" for h in names) + " |")
+    return "\n".join(lines)
+
+
+def rewrite(path: Path, marker: str, text: str) -> None:
+    """Put `text` between `<!-- MARKER:begin -->` and `<!-- MARKER:end -->` in `path`."""
+    readme = path.read_text()
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+    if begin not in readme or end not in readme:
+        raise SystemExit(f"{path}: no {begin} ... {end} markers to put the table between")
+    head, _, rest = readme.partition(begin)
+    path.write_text(f"{head}{begin}\n{text}\n{end}{rest.partition(end)[2]}")
+
+
+def medians(runs: dict[str, dict[Any, list[dict[str, float]]]]) -> dict[str, dict[Any, dict[str, float]]]:
+    """Per harness and level, the repeat whose CPU per round is the median (lower median for an even count)."""
+    return {h: {level: sorted(ms, key=lambda m: m["cpu"] / m["rounds"])[(len(ms) - 1) // 2]
+                for level, ms in levels.items()} for h, levels in runs.items()}
+
+
+def measure_all(args: argparse.Namespace, data: Path, tmp: Path) -> dict[str, dict[Any, list[dict[str, float]]]]:
+    """Every harness at every level, `args.repeats` times, interleaved (repeat, then level, then harness), each in a
+    fresh process. The floor replays the requests of an arena run made first (not measured) and must send the
+    very bytes the arena sent."""
+    runs: dict[str, dict[Any, list[dict[str, float]]]] = {h: {} for h in args.harness}
+    zero = [int(level) for level in args.levels if level != "slow"]
+    for delay, levels in ((0.0, zero), (0.2, ["slow"] if "slow" in args.levels else [])):
+        if not levels:
+            continue
+        proc, url = _server(delay)
+        try:
+            source = tmp / f"floor-source-{delay}"
+            if "floor" in args.harness:  # the requests the floor sends: an arena run's, recorded (not measured)
+                measure("arena", data, url, 1 if delay == 0.0 else 64, source, args.tasks)
+            for repeat in range(args.repeats):
+                for level in levels:
+                    for harness in args.harness:
+                        concurrency = 64 if level == "slow" else level
+                        out = source / "peers" if harness == "floor" else tmp / f"{harness}-{level}-{repeat}"
+                        row = measure(harness, data, url, concurrency, out, args.tasks)
+                        runs[harness].setdefault(level, []).append(row)
+                        print(f"{harness:10s} {'200 ms' if level == 'slow' else 'zero-latency'} server, "
+                              f"concurrency {concurrency:>2}: {row['rounds']} rounds in {row['wall']:.2f} s, "
+                              f"CPU {row['cpu'] / row['rounds'] * 1000:.2f} ms per round, peak RSS "
+                              f"{row['rss_mb']:.0f} MB, {row['bytes'] / 1e6:.2f} MB per request"
+                              + (f", codecs {row['codec'] / row['rounds'] * 1000:.1f} ms per round" if row["codec"]
+                                 else "") + f", load average {os.getloadavg()[0]:.1f}", flush=True)
+        finally:
+            proc.terminate()
+    if "floor" in runs and "arena" in runs and 1 in runs["arena"]:
+        sent, replayed = runs["arena"][1][0]["bytes"], runs["floor"][1][0]["bytes"]
+        if sent != replayed:
+            raise SystemExit(f"the requests read back from the arena's calls.jsonl are {replayed:.0f} bytes per "
+                             f"round, the arena sent {sent:.0f}: the transcript is not exact")
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=64)
-    parser.add_argument("--harness", nargs="+", choices=HARNESSES, default=list(HARNESSES))
+    parser.add_argument("--harness", nargs="+", choices=HARNESSES, default=list(HARNESSES[:3]))
     parser.add_argument("--levels", nargs="+", choices=["1", "32", "64", "slow"], default=["1", "32", "64", "slow"],
                         help="zero-latency concurrencies to run, and `slow` (200 ms server, 64-way)")
+    parser.add_argument("--repeats", type=int, default=1, help="measurements per harness and level, interleaved")
+    parser.add_argument("--rounds", type=int, default=ROUNDS,
+                        help="model calls per task: crops and searches in turn, then the answer (default 3)")
     parser.add_argument("--concurrency", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--readme", type=Path, help="rewrite the table between the peers markers in this file")
+    parser.add_argument("--floor-readme", type=Path,
+                        help="rewrite issue 38's table (harnesses against the floor) between the floor markers")
     parser.add_argument("--images", type=int, default=0, help="distinct task images (0: one per task)")
     parser.add_argument("--size", default="3840x2160", help="task image size, WxH")
     parser.add_argument("--world", type=Path, help="keep the generated task images here and reuse them")
@@ -397,51 +508,37 @@ def main() -> None:
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rounds != ROUNDS:  # the server and the workers read it from the environment
+        os.environ["ARENA_BENCH_ROUNDS"] = str(args.rounds)
+        os.execv(sys.executable, [sys.executable, *sys.argv])
     if args.serve is not None:
         return serve(args.serve)
     if args.worker:
         return worker(args.worker, args.data, args.url, args.concurrency, args.out)
-    rows: dict[str, dict[Any, Any]] = {h: {} for h in args.harness}
     with tempfile.TemporaryDirectory() as tmp:
         world = args.world or Path(tmp) / "world"
         data = world / "annotations.jsonl"
         if not data.exists() or sum(1 for _ in data.open()) != args.tasks:
             data = write_world(world, args.tasks, args.images, tuple(map(int, args.size.split("x"))))
             time.sleep(2.1)  # settled, as any dataset's files are: the arena remembers their digests (file_digests)
-        zero = [int(level) for level in args.levels if level != "slow"]
-        for delay, levels in ((0.0, zero), (0.2, ["slow"] if "slow" in args.levels else [])):
-            if not levels:
-                continue
-            proc, url = _server(delay)
-            try:
-                for harness in args.harness:
-                    for level in levels:
-                        concurrency = 64 if level == "slow" else level
-                        out = Path(tmp) / f"{harness}-{level}"
-                        row = rows[harness][level] = measure(harness, data, url, concurrency, out, args.tasks)
-                        print(f"{harness:10s} {'200 ms' if level == 'slow' else 'zero-latency'} server, "
-                              f"concurrency {concurrency:>2}: {row['rounds']} rounds in {row['wall']:.2f} s, "
-                              f"CPU {row['cpu'] / row['rounds'] * 1000:.1f} ms per round, peak RSS "
-                              f"{row['rss_mb']:.0f} MB, {row['bytes'] / 1e6:.2f} MB per request"
-                              + (f", codecs {row['codec'] / row['rounds'] * 1000:.1f} ms per round" if row["codec"]
-                                 else ""), flush=True)
-            finally:
-                proc.terminate()
+        runs = measure_all(args, data, Path(tmp))
+    rows = medians(runs)
+    if "floor" in rows:
+        text = floor_table(rows, runs)
+        print(text)
+        if args.floor_readme:
+            rewrite(args.floor_readme, "floor", text)
+    rows = {h: row for h, row in rows.items() if h != "floor"}
     if args.results:  # rows of harnesses measured in earlier invocations are kept
         saved = json.loads(args.results.read_text()) if args.results.exists() else {}
         saved.update({h: {str(k): v for k, v in row.items()} for h, row in rows.items()})
         args.results.write_text(json.dumps(saved, indent=1))
         rows = {h: {int(k) if k.isdigit() else k: v for k, v in row.items()} for h, row in saved.items()}
-    if all({1, 32, 64, "slow"} <= set(row) for row in rows.values()):
+    if rows and all({1, 32, 64, "slow"} <= set(row) for row in rows.values()):
         text = table(rows)
         print(text)
         if args.readme:
-            readme = args.readme.read_text()
-            begin, end = "<!-- peers:begin -->", "<!-- peers:end -->"
-            if begin not in readme or end not in readme:
-                raise SystemExit(f"{args.readme}: no {begin} ... {end} markers to put the table between")
-            head, _, rest = readme.partition(begin)
-            args.readme.write_text(f"{head}{begin}\n{text}\n{end}{rest.partition(end)[2]}")
+            rewrite(args.readme, "peers", text)
 
 
 if __name__ == "__main__":

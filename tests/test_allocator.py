@@ -89,3 +89,13 @@ def test_startup_objects_are_frozen_while_a_run_plays_and_garbage_is_still_colle
             pass
         assert gc.get_freeze_count() > 0  # the inner run's end does not unfreeze the outer run's objects
     assert gc.get_freeze_count() == 0
+
+
+def test_a_run_start_collects_only_the_young_generations_before_the_freeze(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full collection at every run's start walked every object the imports made (~35 ms) for little garbage."""
+    generations: list[tuple] = []
+    collect = gc.collect
+    monkeypatch.setattr(allocator.gc, "collect", lambda *args: generations.append(args) or collect(*args))
+    with allocator.startup_frozen():
+        pass
+    assert generations == [(1,)]

@@ -154,3 +154,25 @@ def test_a_broken_plugin_names_itself(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.syspath_prepend(str(site))
     with pytest.raises(Exception, match="plugin 'broken' .*no luck"):
         load_entry_points("arena-test-broken")
+
+
+def test_loading_the_plugins_scans_the_installed_packages_once(monkeypatch) -> None:
+    from arena.runs import plugins
+
+    scans = []
+    entry_points = plugins.entry_points
+    monkeypatch.setattr(plugins, "entry_points", lambda group: scans.append(group) or entry_points(group=group))
+    plugins.load_plugins()
+    assert scans == [plugins.ENTRY_POINT_GROUP]
+
+
+def test_run_json_versions_are_read_once_per_process(monkeypatch) -> None:
+    from arena.runs import runner
+
+    runner._versions.cache_clear()
+    read = []
+    version = runner.metadata.version
+    monkeypatch.setattr(runner.metadata, "version", lambda name: read.append(name) or version(name))
+    first = runner.versions()
+    first["arena"] = "changed by a caller"
+    assert runner.versions()["arena"] != "changed by a caller" and len(read) == len(set(read)) > 0

@@ -69,3 +69,23 @@ def test_the_index_is_built_once_per_file_version_whatever_path_reaches_it(tmp_p
     docs.write_text(json.dumps({"id": "2", "url": "v", "title": "Quellin", "text": "The Quellin tower."}) + "\n")
     again = CorpusIndex.for_dir(corpus)
     assert again is not first and [h.document.id for h in again.search("Quellin tower")] == ["2"]
+
+
+def test_a_search_made_already_is_answered_without_bm25_or_a_thread(tiny_data, monkeypatch):
+    import arena.tools.text_search as text_search
+
+    [ds] = load_datasets(tiny_data)
+    index = CorpusIndex.for_dir(ds.corpus)
+    retrieved, hops = [], []
+    retrieve = index._bm25.retrieve
+    monkeypatch.setattr(index._bm25, "retrieve", lambda *a, **k: retrieved.append(a) or retrieve(*a, **k))
+    to_thread = asyncio.to_thread
+    monkeypatch.setattr(text_search.asyncio, "to_thread", lambda fn, *a: hops.append(fn) or to_thread(fn, *a))
+    query = {"query": "who designed Orvanta Lighthouse"}
+    first = asyncio.run(TextSearchTool()(query, ctx_for(ds)))
+    assert len(retrieved) == 1 and len(hops) == 1
+    again = asyncio.run(TextSearchTool()(query, ctx_for(ds)))
+    assert (again.text, again.data) == (first.text, first.data)
+    assert len(retrieved) == 1 and len(hops) == 1  # the same query on the same file version: searched once
+    other = asyncio.run(TextSearchTool(ToolOptions(top_k=1))(query, ctx_for(ds)))
+    assert len(other.data["hits"]) == 1 and len(retrieved) == 2  # another k is another search

@@ -510,3 +510,30 @@ def test_episodes_awaiting_one_image_together_base64_encode_it_once(tiny_data, t
     assert len(result.episodes) == 8 and all(e.totals.rounds == 6 for e in result.episodes)
     assert len(encoded) == len(set(encoded)) >= 4  # the task image and the crops (some alike), each once
     # (before: 34 encodings, every episode that was waiting for an image encoding it again)
+
+
+def test_recovered_requests_are_the_bodies_sent_byte_for_byte_and_tools_are_stored_once_per_episode(
+        tiny_data, tmp_path, monkeypatch):
+    """orjson writes the request back as the very bytes the server got (fields in their order, tools in their
+    place); the tools list is serialised for the record once per episode, not once per call."""
+    import orjson
+
+    from arena.store.calls import read_calls
+
+    stored = []
+    json_ref = TranscriptWriter.json_ref
+    monkeypatch.setattr(TranscriptWriter, "json_ref",
+                        lambda self, value: stored.append(value) or json_ref(self, value))
+    with OpenAIStub(crop_agent(False)) as server:
+        result = run(RunConfig(
+            data=str(tiny_data), agent="openai", out=str(tmp_path / "logs"), task_ids=["q2"], max_rounds=[6],
+            agent_options={"model": "qwen", "base_url": server.base_url, "tool_mode": "native", "max_tokens": 512,
+                           "parallel_tool_calls": False}))
+        bodies = [body for body, status, _ in server.exchanges if status == 200]
+    [episode] = result.episodes
+    calls = read_calls(result.run_dir, episode.key)
+    assert len(calls) == len(bodies) == 6
+    assert [orjson.dumps(call["request"]) for call in calls] == bodies
+    assert sum(isinstance(value, list) for value in stored) == 1  # the tools, once for the episode's six calls
+    lines = [orjson.loads(line) for line in (result.run_dir / "calls.jsonl").read_bytes().splitlines()]
+    assert len({orjson.dumps(line["request"]["tools"]) for line in lines}) == 1

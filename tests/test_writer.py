@@ -312,3 +312,18 @@ def test_writes_ending_together_wake_the_event_loop_once() -> None:
         return await asyncio.gather(*tasks), wakeups
     results, wakeups = asyncio.run(main())
     assert results == list(range(100)) and wakeups == 1
+
+
+@pytest.mark.parametrize("wait", [False, True])
+def test_a_blob_seen_stored_is_put_again_without_a_path_or_a_stat(tmp_path: Path, writer: RunWriter, monkeypatch,
+                                                                   wait: bool) -> None:
+    """The same image in every round and episode of a run: once the store has written it (or found it on disk), a
+    put of it returns its id at once, with no path built and no stat."""
+    store = WriterBlobStore(tmp_path / "blobs", writer, wait=wait)
+    first = store.put(b"an image", "png")
+    writer.flush()
+    other = WriterBlobStore(tmp_path / "blobs", writer)  # another store of the run's blobs: finds it on disk
+    assert other.put(b"an image", "png") == first and store.get(first) == b"an image"
+    for seen in (store, other):
+        monkeypatch.setattr(seen, "path", lambda blob_id: pytest.fail("a path built for a blob seen stored"))
+        assert seen.put(b"an image", "png", blob_id=first) == first == seen.put(b"an image", "png")

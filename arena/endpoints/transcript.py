@@ -75,6 +75,7 @@ class Scope:
     sid: str = field(default_factory=lambda: secrets.token_hex(6))
     calls: int = 0
     previous: list[Any] = field(default_factory=list)
+    tools: tuple[list[Any], dict[str, str]] | None = None  # the last `tools` list recorded, and its stored reference
 
 
 _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_transcript_scope", default=None)
@@ -211,16 +212,30 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
     current.previous = messages
     writer = current.writer
     assert writer is not None
+    tools = request.get("tools")
+    if isinstance(tools, list):
+        request["tools"] = None  # stored by reference below, in its place among the fields
     if parsed:
         added = [writer.compact_message(m) for m in messages[keep:]]
     else:  # plain JSON values, as the body carried them (pre-serialised parts included)
         request = orjson.loads(orjson.dumps(request))
         added = [writer.compact_message(_plain(m), _payloads(m)) for m in messages[keep:]]
     current.calls += 1
-    if isinstance(request.get("tools"), list):
-        request["tools"] = writer.json_ref(request["tools"])
+    if isinstance(tools, list):
+        request["tools"] = _tools_ref(current, writer, tools)
     writer.write({"episode": current.episode, "role": current.role, "sid": current.sid, "round": current.calls,
                   "keep": keep, "request": request, "add": added, "response": response, **(failure or {})})
+
+
+def _tools_ref(current: Scope, writer: CallSink, tools: list[Any]) -> dict[str, str]:
+    """The stored reference of a `tools` list: the previous call's of the scope when the list is equal to it (the
+    agent sends the same schema objects every round, so the comparison is by identity, item by item), else
+    `json_ref` of the list as its JSON carries it. The list is serialised once per scope, not once per call."""
+    if current.tools is not None and current.tools[0] == tools:
+        return current.tools[1]
+    ref = writer.json_ref(tools)
+    current.tools = (list(tools), ref)
+    return ref
 
 
 _IMAGE_PART = b'{"type":"image_url","image_url":{"url":"data:'

@@ -28,10 +28,11 @@ class PluginError(RuntimeError):
     """An installed plugin failed to load; names the entry point and what it raised."""
 
 
-def load_entry_points(group: str = ENTRY_POINT_GROUP) -> list[str]:
-    """Import (or call) each entry point of `group` once per process; returns their names."""
+def load_entry_points(group: str = ENTRY_POINT_GROUP, found: Any = None) -> list[str]:
+    """Import (or call) each entry point of `group` once per process (`found`: the group's entry points, when the
+    caller has scanned the installed packages for them already); returns their names."""
     names = []
-    for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+    for ep in sorted(entry_points(group=group) if found is None else found, key=lambda e: e.name):
         names.append(ep.name)
         if ep.value in _loaded:
             continue
@@ -64,8 +65,9 @@ def load_plugins() -> None:
     """Register every tool, agent, judge and suite (with its loaders, worlds, ...), built in or installed."""
     for package in BUILT_IN:
         import_submodules(package)
-    names = load_entry_points()
-    if not any(ep.value.startswith("arena.suites.") for ep in entry_points(group=ENTRY_POINT_GROUP)):
+    found = entry_points(group=ENTRY_POINT_GROUP)  # one scan of the installed packages' metadata per call
+    names = load_entry_points(found=found)
+    if not any(ep.value.startswith("arena.suites.") for ep in found):
         raise PluginError(f"the built-in suites are not installed (no `{ENTRY_POINT_GROUP}` entry point names "
                           "arena.suites.*; entry points found: " + (", ".join(names) or "none") + "): the arena's "
                           "install predates its pyproject.toml; re-run `pip install -e .` in the checkout")

@@ -22,7 +22,7 @@ import platform
 import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import cached_property
+from functools import cached_property, lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
@@ -109,6 +109,12 @@ def git_hash() -> str | None:
 
 
 def versions() -> dict[str, str]:
+    """The versions of Python and of the packages a run depends on (for run.json), as this process loaded them."""
+    return dict(_versions())
+
+
+@lru_cache(maxsize=1)
+def _versions() -> dict[str, str]:  # read once per process: each reads and parses a package's METADATA file
     out = {"python": platform.python_version()}
     for name in ("arena", "openai", "pydantic", "pillow", "bm25s", "playwright"):
         try:

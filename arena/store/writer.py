@@ -332,14 +332,19 @@ class WriterBlobStore(BlobStore):
         super().__init__(root)
         self.writer, self.wait = writer, wait
         self._pending: dict[str, bytes] = {}
+        self._stored: set[str] = set()  # ids seen on disk through this store (blobs are never removed in a run)
         self._lock = threading.Lock()
 
     def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
         blob_id = blob_id or content_id(data, ext)
+        if blob_id in self._stored:  # the same image in another round or episode: no path built, no stat
+            return blob_id
         if self.path(blob_id).exists():  # stored already (the same crop, another episode): nothing to queue
+            self._stored.add(blob_id)
             return blob_id
         if self.wait:  # independent of the records: no barrier between the commits of a batch
-            return self.writer._put(APPEND, None, self.write, (blob_id, data)).result()
+            self._stored.add(self.writer._put(APPEND, None, self.write, (blob_id, data)).result())
+            return blob_id
         with self._lock:
             if blob_id in self._pending:
                 return blob_id
@@ -350,13 +355,17 @@ class WriterBlobStore(BlobStore):
 
     def put_file(self, path: str | Path) -> str:
         where, _, known = remembered(path)  # already stored under its remembered digest: nothing to queue
-        if known is not None and self.path(known).exists():
+        if known is not None and (known in self._stored or self.path(known).exists()):
+            self._stored.add(known)
             return known
-        return self.writer._put(APPEND, None, put_task_file, (self, where)).result()
+        stored = self.writer._put(APPEND, None, put_task_file, (self, where)).result()
+        self._stored.add(stored)
+        return stored
 
     def _write(self, blob_id: str, data: bytes) -> None:
         try:
             self.write(blob_id, data)  # hashed once, by `put`
+            self._stored.add(blob_id)
         finally:
             with self._lock:
                 self._pending.pop(blob_id, None)

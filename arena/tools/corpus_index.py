@@ -18,6 +18,7 @@ from stat import S_ISREG
 import bm25s
 import numpy as np
 
+from arena.core.context_image import LRU
 from arena.core.dataset import DatasetError
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -68,9 +69,11 @@ class CorpusIndex:
 
     _cache: dict[tuple[int, int, int, int, int], "CorpusIndex"] = {}
     _lock = threading.Lock()
+    ANSWERS = 256  # searches remembered per index (the same query in every episode of a task costs one search)
 
     def __init__(self, documents: list[Document]):
         self.documents = documents
+        self._answers: LRU[tuple[str, int, int], list[Hit]] = LRU(self.ANSWERS)
         self._bm25 = bm25s.BM25()
         self._bm25.index(_tokens([f"{d.title}\n{d.title}\n{d.text}" for d in documents]), show_progress=False)
 
@@ -78,6 +81,17 @@ class CorpusIndex:
     def for_dir(cls, corpus_dir: Path) -> "CorpusIndex":
         """The index of `corpus_dir/docs.jsonl`, built once per file version: one `stat` per call, the file known by
         its device and inode (whatever path or link reaches it), size, and modification and change times."""
+        index = cls._lookup(corpus_dir, build=True)
+        assert index is not None
+        return index
+
+    @classmethod
+    def built(cls, corpus_dir: Path) -> "CorpusIndex | None":
+        """`for_dir`'s index if it is built already, else None (for a caller on the event loop: one `stat`)."""
+        return cls._lookup(corpus_dir, build=False)
+
+    @classmethod
+    def _lookup(cls, corpus_dir: Path, build: bool) -> "CorpusIndex | None":
         path = Path(corpus_dir) / "docs.jsonl"
         try:
             stat = os.stat(path)
@@ -88,10 +102,25 @@ class CorpusIndex:
         key = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
         with cls._lock:
             if key not in cls._cache:
+                if not build:
+                    return None
                 cls._cache[key] = cls(read_documents(path))
             return cls._cache[key]
 
+    def answered(self, query: str, k: int = 3, sentences: int = 5) -> list[Hit] | None:
+        """The hits of a search made already on this index (a pure function of the index and its arguments)."""
+        return self._answers.get((query, k, sentences))
+
     def search(self, query: str, k: int = 3, sentences: int = 5) -> list[Hit]:
+        """The top `k` pages for `query` with their extracts (hits are frozen: the list is shared by the searches
+        asking the same; callers must not change it)."""
+        hits = self._answers.get((query, k, sentences))
+        if hits is None:
+            hits = self._search(query, k, sentences)
+            self._answers.put((query, k, sentences), hits)
+        return hits
+
+    def _search(self, query: str, k: int, sentences: int) -> list[Hit]:
         tokens = _tokens([query])
         if not tokens[0] or not self.documents:
             return []

@@ -38,8 +38,11 @@ class CorpusBackend:
 
     async def search(self, query: str, k: int, dataset: Dataset) -> list[SearchResult]:
         corpus = corpus_dir(dataset)
-        try:  # one trip to a thread for the index (built once per file version) and the search
-            hits = await asyncio.to_thread(lambda: CorpusIndex.for_dir(corpus).search(query, k))
+        try:  # a search made already is answered here (one stat); else one trip to a thread for the index and it
+            index = CorpusIndex.built(corpus)
+            hits = index.answered(query, k) if index is not None else None
+            if hits is None:
+                hits = await asyncio.to_thread(lambda: CorpusIndex.for_dir(corpus).search(query, k))
         except DatasetError as exc:
             raise ToolError(f"the search corpus cannot be read: {exc}") from None
         return [SearchResult(title=h.document.title, url=h.document.url, text=h.extract, score=h.score) for h in hits]

@@ -259,7 +259,7 @@ def test_generate_image_tool_names_the_servers_error_and_retries_only_transient_
         assert len(server.requests) == 1
         result = asyncio.run(generate(tool()))
         assert len(server.requests) == 3
-    assert "HTTP 400 (server_error): Invalid size '7x7'. Supported sizes are 256x256 and 1024x1024." in \
+    assert "HTTP 400 (invalid_request_error): Invalid size '7x7'. Supported sizes are 256x256 and 1024x1024." in \
         str(refused.value) and "sk-secret" not in str(refused.value)
     assert result.images[0].getpixel((0, 0)) == (0, 0, 255)
 

@@ -70,12 +70,14 @@ def with_repeat(key: str, repeat: int) -> str:
 
 def repeat_run(base: Path, target: Path, episodes: int) -> Path:
     """Copies of every record of `base` until `episodes` are reached, as one complete run in `target`."""
-    from arena.runs.config import RunConfig
+    from arena.runs.config import redacted
+    from arena.store.records import RunInfo
 
     base_lines = (base / "episodes.jsonl").read_bytes().splitlines()
     copies = math.ceil(episodes / len(base_lines))
     info = json.loads((base / "run.json").read_text())
-    repeats = int(info["config"].get("repeats", 1))
+    recorded = RunInfo.model_validate(info).config
+    repeats = recorded.grid.repeats
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
@@ -93,9 +95,9 @@ def repeat_run(base: Path, target: Path, episodes: int) -> Path:
                 new = k * repeats + int(repeat)
                 vs.write(orjson.dumps({**verdict, "episode_id": f"{verdict['episode_id']}-{k}",
                                        "key": with_repeat(verdict["key"], new)}) + b"\n")
-    config = RunConfig.model_validate({**info["config"], "repeats": repeats * copies, "run_id": target.name,
-                                       "out": str(target.parent)})
-    info.update({"run_id": target.name, "config": config.redacted(), "fingerprint": config.grid_fingerprint()})
+    config = recorded.updated(repeats=repeats * copies, run_id=target.name, out=str(target.parent))
+    info.update({"run_id": target.name, "config": redacted(config).model_dump(mode="json"),
+                 "fingerprint": config.grid_fingerprint()})
     (target / "run.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
     return target
 

@@ -27,7 +27,7 @@ from arena.runs.pricing import parse_price
 from arena.runs.rejudge import rejudge
 from arena.runs.validate import check_tool_options
 from arena.store.doctor import check_run
-from arena.store.migrate import resume_fields
+from arena.store.records import RunInfo
 from arena.store.read import open_run
 from arena.store.store import RunStore
 
@@ -359,19 +359,11 @@ def resume(run_dir: Path = typer.Argument(..., help="Run directory."),
         info = store.info()
     except (OSError, ValueError, RuntimeError) as exc:
         fail(f"{store.run_json}: not readable as a run record: {exc}")
-    try:
-        config = RunConfig.model_validate(info.get("config") or {})
-    except ValueError as exc:
-        fail(f"{store.run_json}: field config: {exc}")
-    update: dict[str, Any] = {"run_id": info.get("run_id") or run_dir.name, "out": str(run_dir.resolve().parent)}
-    update.update(resume_fields(info.get("config") or {}))  # what an older run's config left implicit
-    for name, value in (("concurrency", concurrency), ("backend", backend), ("ray_address", ray_address),
-                        ("workers", workers)):
-        if value is not None:
-            update[name] = value
-    if retry_errors:
-        update["retry_errors"] = True
-    config = RunConfig.model_validate({**config.model_dump(), **update})
+    if info.config is None:
+        fail(f"{store.run_json}: field config: missing, the run cannot be resumed")
+    overrides = {"concurrency": concurrency, "backend": backend, "ray_address": ray_address, "workers": workers,
+                 "retry_errors": retry_errors or None}
+    config = resumed_config(info, run_dir, {k: v for k, v in overrides.items() if v is not None})
     try:
         result = execute_with_progress(config, force=force, run_dir=run_dir,
                                        announce=protocol_line(config, "as recorded"))
@@ -380,13 +372,20 @@ def resume(run_dir: Path = typer.Argument(..., help="Run directory."),
     finish_run(result, max_error_share=max_error_share)
 
 
+def resumed_config(info: RunInfo, run_dir: Path, overrides: dict[str, Any]) -> RunConfig:
+    """What `arena resume` runs: the stored config (read in its current sections, `RunInfo`) with the run's own id,
+    the directory it lies in, and the scheduling `overrides` (flat names) given on the command line."""
+    assert info.config is not None
+    return info.config.updated(run_id=info.run_id or run_dir.name, out=str(run_dir.resolve().parent), **overrides)
+
+
 def protocol_line(config: RunConfig, given: str = "as given") -> str:
     """What a run says before its first episode: the protocol it follows, `--protocol`, the recorded one, or the
     one the data's format gives (the loader that will read it: published format -> original)."""
-    protocol = config.protocol
+    protocol = config.grid.protocol
     if protocol is None:
         load_plugins()
-        path, fmt = Path(config.data), config.fmt
+        path, fmt = Path(config.data.path), config.data.fmt
         loader = next((lo for lo in LOADERS if (fmt and lo.name == fmt) or (not fmt and path.exists()
                                                                            and lo.detect(path))), None)
         protocol = default_protocol([loader.published]) if loader else "arena"

@@ -97,12 +97,16 @@ def test_a_format_2_run_keeps_its_run_id_and_resumes_in_sections(tiny_data: Path
     old = arena.store.open_run(run_dir)
     assert old.info.config.grid.max_rounds == [3, 5] and old.info.protocol == "original"
     assert old.info.config.grid_fingerprint() == fingerprint and old.frame().equals(before)
-    size = (run_dir / "episodes.jsonl").stat().st_size
+    size, written = (run_dir / "episodes.jsonl").stat().st_size, (run_dir / "run.json").read_text()
     out = CliRunner().invoke(app, ["resume", str(run_dir)])
-    assert out.exit_code == 0 and "nothing to play" in out.output, out.output
-    assert (run_dir / "episodes.jsonl").stat().st_size == size
+    assert out.exit_code == 0 and "nothing to play, nothing to judge" in out.output, out.output
+    assert (run_dir / "episodes.jsonl").stat().st_size == size and (run_dir / "run.json").read_text() == written
+    (run_dir / "summary.json").unlink()  # no summary to confirm: resumed in full, run.json rewritten in sections
+    out = CliRunner().invoke(app, ["resume", str(run_dir)])
+    assert out.exit_code == 0 and "nothing to play" not in out.output, out.output
     info = json.loads((run_dir / "run.json").read_text())
     assert info["fingerprint"] == fingerprint and info["config"]["grid"]["max_rounds"] == [3, 5]
+    assert (run_dir / "episodes.jsonl").stat().st_size == size
 
 
 def test_the_fingerprint_of_a_flat_config_is_the_one_75e9ae2_computed() -> None:

@@ -20,11 +20,13 @@ from arena.judges.metrics import AUTO
 from arena.judges.protocols import default_protocol
 from arena.judges.run_summary import summarize_scan
 from arena.runs.config import AgentChoice, EndpointLimit, RunConfig
+from arena.runs.finished import NOTHING_LEFT
 from arena.runs.fork import fork_config
 from arena.runs.names import did_you_mean
 from arena.runs.plugins import accepted_options, load_plugins
 from arena.runs.pricing import parse_price
 from arena.runs.rejudge import rejudge
+from arena.runs.runner import confirm_finished
 from arena.runs.validate import check_tool_options
 from arena.store.doctor import check_run
 from arena.store.records import RunInfo
@@ -364,6 +366,14 @@ def resume(run_dir: Path = typer.Argument(..., help="Run directory."),
     overrides = {"concurrency": concurrency, "backend": backend, "ray_address": ray_address, "workers": workers,
                  "retry_errors": retry_errors or None}
     config = resumed_config(info, run_dir, {k: v for k, v in overrides.items() if v is not None})
+    try:
+        confirmed = asyncio.run(confirm_finished(config, run_dir))
+    except (ValueError, RuntimeError, OSError) as exc:
+        fail(str(exc))
+    if confirmed is not None:  # finished and unchanged since its summary: only confirmed
+        console.print(f"{NOTHING_LEFT}: the run's {confirmed.grid} episodes are recorded and judged", highlight=False)
+        finish_run(confirmed, max_error_share=max_error_share)
+        return
     try:
         result = execute_with_progress(config, force=force, run_dir=run_dir,
                                        announce=protocol_line(config, "as recorded"))

@@ -50,6 +50,7 @@ from .backends import Backend, make_backend, prepare_workers
 from .briefs import EpisodeBrief, VerdictBrief, own_steps
 from .config import RunConfig, redacted, slug
 from .finishing import Finished, Finisher, JudgeFailure, also_judges, landed, run_judges, submit
+from .finished import NOTHING_LEFT, left_over, stamp, still_finished
 from .fork import fork_prefix
 from .harness_cost import HarnessMeter
 from .judging import Judges
@@ -487,6 +488,8 @@ class RunSession:
         result = RunResult(run_dir=store.dir, run_id=self.run_id, summary=summary, ran=work.missing,
                            sizes=store.sizes(), grid=work.grid, unwritten=self.unwritten, stopped=self.stops.message,
                            unrecorded=sum(1 for f in work.families for c in f.cells if c.key not in recorded))
+        if not self.stops.message and not left_over(scan, work.families, self.judge_name):
+            summary["finished"] = stamp(result.sizes, work.families, self.judge_name)
         warnings = list(self.info["warnings"])
         if work.missing or work.unjudged or not store.summary_path.is_file():
             truncation = add_costs(summary, scan, self.prices)
@@ -599,6 +602,28 @@ def add_judge_usage(summary: dict[str, Any], path: Path, upto: int, price: tuple
     if total is not None:
         summary["judge_tokens"] = total.model_dump()
         summary["judge_cost"] = usage_cost(total, price)
+
+
+async def confirm_finished(config: RunConfig, run_dir: Path) -> RunResult | None:
+    """The result of resuming `run_dir` with `config` when the run is finished and unchanged since (its summary's
+    `finished` stamp holds, `arena.runs.finished`): nothing is played, judged or written, and the summary is the one
+    on disk. None when there may be something to do (then `execute`)."""
+    store = RunStore(run_dir)
+    if not store.summary_path.is_file() or config.output.retry_errors:
+        return None
+    summary = json.loads(store.summary_path.read_text())
+    bench = Workbench(config)
+    try:
+        families = plan_families(bench)
+        with RunLock(store.dir, "arena resume"):
+            sizes = store.sizes()
+            if not still_finished(summary.get("finished"), sizes, families, config.judge.name or AUTO):
+                return None
+    finally:
+        await bench.aclose()
+    logger.info("%s: %s", run_dir, NOTHING_LEFT)
+    return RunResult(run_dir=store.dir, run_id=store.info().run_id or store.dir.name, summary=summary, ran=0,
+                     grid=grid_size(families), sizes=sizes)
 
 
 def run(config: RunConfig, **kwargs: Any) -> RunResult:

@@ -18,7 +18,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from arena.core.tool import ToolOptions
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 

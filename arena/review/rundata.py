@@ -12,7 +12,7 @@ from arena.core.task import Task
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 from arena.endpoints.client import param_lines
-from arena.judges.metrics import AUTO, latest_verdicts
+from arena.judges.metrics import latest_verdicts
 from arena.judges.protocols import apply_original_dataset_rules
 from arena.judges.run_summary import summarize_scan
 from arena.store.read import Run, find_episode, open_run
@@ -30,8 +30,12 @@ class RunData:
     tasks. Episodes and verdicts are parsed into records only when asked for."""
 
     run: Run
-    judge: str = AUTO
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def judge(self) -> str:
+        """The judge whose verdicts count (`Run.judge`: the run's own unless another was asked for)."""
+        return self.run.judge
 
     @property
     def store(self) -> RunStore:
@@ -122,5 +126,4 @@ def load_run(run_dir: str | Path, judge: str | None = None) -> RunData:
     """A run read back; its verdicts are those of `judge`, by default the judge the run was scored with. The
     caller registers every installed suite first (`arena.cli.common.review_run`): its metrics are part of the run's
     summary."""
-    run = open_run(run_dir)
-    return RunData(run, judge=judge or run.judge)
+    return RunData(open_run(run_dir, judge))

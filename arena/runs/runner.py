@@ -33,7 +33,7 @@ from arena.agents.truncation import MARGIN, OLLAMA_REMEDY, CeilingWatch
 from arena.core.dataset import Dataset
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
-from arena.endpoints.client import LEARNED_PARAMS, learned_params, param_lines, restore_params
+from arena.endpoints.client import LearnedParams, learned_params, param_lines, use_params
 from arena.judges.metrics import AUTO, ERRORED, judge_for_task
 from arena.core.prompt_book import PromptBook, prompts_note
 from arena.judges.protocols import published_request, sampling_differences
@@ -321,8 +321,7 @@ class RunSession:
             store.update_info({"forked_from": self.link})
         recorded = store.info()
         self.learned: dict[str, Any] = dict(recorded.learned_limits)
-        LEARNED_PARAMS.clear()  # the fields this run's endpoints refused: from run.json, then as learned
-        restore_params(recorded.learned_params)
+        use_params(LearnedParams(recorded.learned_params))  # what this run's endpoints refused: run.json's, then new
         self.params = learned_params()
         for agent in bench.agents:
             agent.apply_limits(self.learned.get(agent.id) or {})

@@ -4,8 +4,8 @@
     frames = load_run_frames("logs/<run-id>")          # the run's own judge; judge="llm" for another
     frames.episodes.groupby(["setting", "max_rounds"])["score"].mean() * 100   # = Pass@1 of `arena summary`
 
-(`arena/` is the core and cannot import `runs/`, so the API lives here: `from arena.review.analysis import load_run_frames`;
-pandas is imported when a frame is made, so that importing `runs` or starting `arena` does not load it.)
+(The run as the store reads it, `arena.store.open_run(path).frame()`, extended by the fields only a trajectory holds;
+pandas is imported when a frame is made, so that importing `arena.review` or starting `arena` does not load it.)
 
 - `episodes`: one row per episode (the latest record of each grid key): identity (run, episode id, key, task,
   suite, level, category, hops, agent, setting, max_rounds, repeat, seed), outcome (finish_reason, error, answer),

@@ -1,4 +1,5 @@
-"""A finished run read back from its directory, for reports, the viewer, replay and failure analysis."""
+"""A run read back for review: `arena.store.Run` (the public read API) with the views reports, the viewer, replay
+and failure analysis add (summary, verdicts that count, failure labels, tasks)."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ class RunData:
     @cached_property
     def summary(self) -> dict[str, Any]:
         """The run's metrics recomputed, with the protocol it followed (which decides how a table counts errored
-        episodes: `arena.runs.table.errors_counted_as_wrong`)."""
+        episodes: `arena.review.table.errors_counted_as_wrong`)."""
         summary = summarize_scan(self.scan, self.judge)
         summary["protocol"] = self.info.protocol
         if self.info.learned_params:  # what the endpoints refused, and what the run sent instead

@@ -200,7 +200,9 @@ async def execute(config: RunConfig, *, progress: Callable[[EpisodeBrief, Verdic
     The run directory is `run_dir` when given (resume in place: a moved or renamed
     run continues where it lies), else `<out>/<run id>`. It is locked for the whole
     run (`arena.store.lock`): a second writer stops at once. With a live-web mode and no
-    `tool_options.cassette`, the cassette is `<run dir>/cassettes.sqlite`. `progress` is called once per episode
+    cassette in the tools' options, the cassette is `<run dir>/cassettes.sqlite`. The config is not changed: what
+    the run resolves (the prompts file's absolute path, the protocol, the cassette) goes into new records, the
+    one run.json keeps. `progress` is called once per episode
     recorded or judged, with its brief and its verdict's (`arena.runs.briefs`; None: not judged)."""
     keep_freed_memory()
     if config.judge.prompts:  # workers load it too, wherever they run

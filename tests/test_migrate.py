@@ -131,3 +131,14 @@ def test_the_rules_for_older_runs() -> None:
     assert read({"prompts": old_prompts}).prompts["templates"]["vistahop.judge.user"]["kind"] == "judge"
     assert read({"learned_params": None}).learned_params == {}
     assert migrate.episode_format({}) == 1 and migrate.episode_format({"format": 2}) == 2
+
+
+def test_a_config_updated_keeps_the_fields_set_and_reads_flat_names_into_sections() -> None:
+    from arena.core.budget import Budget
+    from arena.store.run_config import GridSection
+
+    config = RunConfig(data="d.jsonl", budget=Budget(max_tokens=5), grid=GridSection(repeats=2), max_rounds=[3])
+    assert config.grid.repeats == 2 and config.grid.max_rounds == [3] and config.limits.max_tokens == 5
+    updated = config.updated(judge="mcq", workers=2)
+    assert updated.judge.name == "mcq" and updated.schedule.workers == 2 and updated.grid.max_rounds == [3]
+    assert updated.limits.model_fields_set == {"max_tokens"}  # a protocol may still set the rest

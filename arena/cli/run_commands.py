@@ -83,6 +83,7 @@ def resume(run_dir: Path = typer.Argument(..., help="Run directory."),
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     if confirmed is not None:  # finished and unchanged since its summary: only confirmed
+        console.print(protocol_line(config, "as recorded"), markup=False, highlight=False)
         console.print(f"{NOTHING_LEFT}: the run's {confirmed.grid} episodes are recorded and judged", highlight=False)
         finish_run(confirmed, max_error_share=max_error_share)
         return

@@ -90,7 +90,9 @@ def config_sections(data: Any) -> Any:
         if field is None:
             out[section] = value
         else:
-            out[section] = {**out.get(section, {}), field: value}
+            given = out.get(section, {})
+            given = given.model_dump(exclude_unset=True) if hasattr(given, "model_dump") else given
+            out[section] = {**given, field: value}
     return out
 
 

@@ -161,8 +161,9 @@ class RunConfig(BaseModel):
     _sections = model_validator(mode="before")(config_sections)
 
     def updated(self, **fields: Any) -> RunConfig:
-        """A copy with `fields` (by section or by their flat names) replaced, validated again."""
-        return RunConfig.model_validate({**self.model_dump(), **fields})
+        """A copy with `fields` (by section or by their flat names) replaced, validated again; the fields set
+        stay those set (a budget's `model_fields_set` decides what a protocol may change)."""
+        return RunConfig.model_validate({**self.model_dump(exclude_unset=True), **fields})
 
     def agent_choices(self) -> list[AgentChoice]:
         """The grid's agents: the sweep when given, else the single agent with its options."""

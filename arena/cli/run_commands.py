@@ -77,12 +77,13 @@ def resume(run_dir: Path = typer.Argument(..., help="Run directory."),
         fail(f"{store.run_json}: field config: missing, the run cannot be resumed")
     overrides = {"concurrency": concurrency, "backend": backend, "ray_address": ray_address, "workers": workers,
                  "retry_errors": retry_errors or None}
-    config = resumed_config(info, run_dir, {k: v for k, v in overrides.items() if v is not None})
-    try:
-        confirmed = asyncio.run(confirm_finished(config, run_dir))
+    given = {k: v for k, v in overrides.items() if v is not None}
+    config = resumed_config(info, run_dir, given)
+    try:  # without overrides to record, a run finished and unchanged since its summary is only confirmed
+        confirmed = None if given else asyncio.run(confirm_finished(config, run_dir))
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
-    if confirmed is not None:  # finished and unchanged since its summary: only confirmed
+    if confirmed is not None:
         console.print(protocol_line(config, "as recorded"), markup=False, highlight=False)
         console.print(f"{NOTHING_LEFT}: the run's {confirmed.grid} episodes are recorded and judged", highlight=False)
         finish_run(confirmed, max_error_share=max_error_share)

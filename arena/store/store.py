@@ -114,8 +114,10 @@ class RunStore:
     def exists(self) -> bool:
         return self.run_json.is_file()
 
-    def open(self, info: dict[str, Any], *, force: bool = False) -> None:
+    def open(self, info: dict[str, Any] | RunInfo, *, force: bool = False) -> None:
         """Create the run, or reopen it after checking that its grid is the same."""
+        if isinstance(info, RunInfo):
+            info = info.model_dump(mode="json")
         self.dir.mkdir(parents=True, exist_ok=True)
         if self.exists():
             old = _read_json(self.run_json)

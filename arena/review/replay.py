@@ -198,7 +198,7 @@ async def check_episode(run: RunData, episode: Episode) -> list[Difference]:
     loaders are those registered: the caller loads the plug-ins first (`arena.runs.plugins.load_plugins`)."""
     config = run.data_source()
     if config is None:
-        raise ValueError(f"{run.store.run_json}: field config: cannot be read back as a run configuration")
+        raise ValueError(f"{run.store.run_json}: field config: missing, the episode cannot be replayed")
     rounds = [s for s in played_rounds(episode) if s.action != "answer"]
     if not rounds:
         return []

@@ -21,7 +21,8 @@ def test_the_run_record_holds_the_resolved_values_and_the_input_is_untouched(tin
     given = config.model_dump()
     result = run(config)
     assert config.model_dump() == given and config.grid.protocol is None and config.judge.prompts == "prompts.yaml"
-    recorded = RunStore(result.run_dir).info().config
+    info = RunStore(result.run_dir).info()
+    recorded = info.config
     assert recorded.grid.protocol == "original"  # resolved by the data: the tiny dataset is in a published format
     assert recorded.judge.prompts == os.fspath(tmp_path / "prompts.yaml")
-    assert recorded.grid_fingerprint() == config.grid_fingerprint()
+    assert info.fingerprint == recorded.grid_fingerprint()  # hashed as resolved, as a resume reads it back

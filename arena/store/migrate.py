@@ -13,7 +13,7 @@ Format history (`arena.store.records.FORMAT_VERSION`):
     are scored with "auto";
   - runs recorded before agent templates existed keep, in run.json `prompts.templates`, entries without a `kind`:
     they were judge templates (`OLD_TEMPLATE_KIND`).
-  - a suite's own older option names are read by the suite (e.g. carv-llm's `prompt`, `arena.suites.carv.judge`).
+  - a suite's own older option names are read by the suite itself (the store names no suite).
 - format 2: `format` 2 on every episode line written from then on (a resumed format-1 run holds lines of both).
   - runs recorded before a dataset's file population was kept (run.json `datasets[].population`) have none:
     their suite figures are over the episodes played (`RunInfo.populations`). Additive, so no format change.

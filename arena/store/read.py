@@ -8,7 +8,7 @@
     run.calls(episode.key)                   # the model calls of an episode, requests rebuilt exactly
     run.blob(episode.images[0])              # a stored image's bytes
     run.frame()                              # pandas: one row per episode with the verdict that counts
-    run.populations("mmir")                  # the questions of each file the suite's figures divide by
+    run.populations(suite)                   # the questions of each file the suite's figures divide by
 
 A run can be read while it is being written: what is read is what was whole on disk at that moment. Reading
 writes nothing but a repaired episode index (`episodes.idx`, a cache), and only when the run's lock is free. It loads no Ray, no plug-in, no agent, tool or suite: only the

@@ -112,8 +112,12 @@ def build_index(run_dir: Path) -> float:
 
 
 def write_summary(run_dir: Path, base: Path) -> None:
-    """summary.json of the enlarged run, as the runner's last step writes it (figures from `arena.store.scan`)."""
+    """summary.json of the enlarged run, as the runner's last step writes it (figures from `arena.store.scan`; the
+    `finished` stamp when nothing is left, `arena.runs.finished`)."""
     from arena.judges.run_summary import summarize_scan
+    from arena.runs.finished import left_over, stamp
+    from arena.runs.sweep import plan
+    from arena.runs.workbench import Workbench
     from arena.store.scan import model_call_counts_scan, scan_run
     from arena.store.store import RunStore
 
@@ -123,6 +127,9 @@ def write_summary(run_dir: Path, base: Path) -> None:
     summary = {k: v for k, v in previous.items() if k not in ("groups", "version")}
     summary.update(summarize_scan(scan, previous["judge"]))
     summary.update({"run_id": run_dir.name, "model_calls": model_call_counts_scan(scan)})
+    families = plan(Workbench(store.info().config))
+    if not left_over(scan, families, previous["judge"]):
+        summary["finished"] = stamp(store.sizes(), families, previous["judge"])
     store.write_summary(summary)
 
 

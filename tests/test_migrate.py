@@ -12,10 +12,12 @@ from typer.testing import CliRunner
 
 import arena.store
 from arena.cli.main import app
+from arena.core.budget import Budget
 from arena.runs.config import RunConfig
 from arena.runs.runner import run
 from arena.store import migrate
 from arena.store.records import FORMAT_VERSION, RunInfo
+from arena.store.run_config import GridSection
 
 
 def played(tiny_data: Path, tmp_path: Path, **options) -> Path:
@@ -134,9 +136,6 @@ def test_the_rules_for_older_runs() -> None:
 
 
 def test_a_config_updated_keeps_the_fields_set_and_reads_flat_names_into_sections() -> None:
-    from arena.core.budget import Budget
-    from arena.store.run_config import GridSection
-
     config = RunConfig(data="d.jsonl", budget=Budget(max_tokens=5), grid=GridSection(repeats=2), max_rounds=[3])
     assert config.grid.repeats == 2 and config.grid.max_rounds == [3] and config.limits.max_tokens == 5
     updated = config.updated(judge="mcq", workers=2)

@@ -28,8 +28,7 @@ from arena.runs.outage import ErrorTally
 from arena.runs.plugins import load_plugins
 from arena.runs.runner import RunResult, execute
 from arena.runs.stops import FAILED
-from arena.store.records import RunInfo
-from arena.store.records import HarnessCost
+from arena.store.records import HarnessCost, RunInfo
 from arena.store.store import RunStore
 
 console = Console(width=None if sys.stdout.isatty() else 160)

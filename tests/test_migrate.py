@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import orjson
+import pytest
 from typer.testing import CliRunner
 
 import arena.store
@@ -141,3 +142,12 @@ def test_a_config_updated_keeps_the_fields_set_and_reads_flat_names_into_section
     updated = config.updated(judge="mcq", workers=2)
     assert updated.judge.name == "mcq" and updated.schedule.workers == 2 and updated.grid.max_rounds == [3]
     assert updated.limits.model_fields_set == {"max_tokens"}  # a protocol may still set the rest
+
+
+def test_flat_names_read_through_their_sections() -> None:
+    config = RunConfig.model_validate(FLAT_2)
+    assert (config.max_rounds, config.workers, config.protocol, config.judge_options) == ([4, 6], None, "arena", {})
+    assert config.tool_options is config.tools and config.budget is config.limits
+    assert config.judge.name == "mcq" and config.data.path == "d.jsonl"  # section names are the sections
+    with pytest.raises(AttributeError):
+        config.no_such_field

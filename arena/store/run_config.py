@@ -160,6 +160,16 @@ class RunConfig(BaseModel):
 
     _sections = model_validator(mode="before")(config_sections)
 
+    def __getattr__(self, name: str) -> Any:
+        """A field by its flat name (formats 1 and 2, `FLAT_FIELDS`), read through its section, for code written
+        against the flat record (`config.max_rounds` is `config.grid.max_rounds`); `data`, `agents` and `judge`
+        are the sections themselves. New code names the section."""
+        where = FLAT_FIELDS.get(name)
+        if where is None or name in type(self).model_fields:
+            return super().__getattr__(name)  # type: ignore[misc]
+        section = getattr(self, where[0])
+        return section if where[1] is None else getattr(section, where[1])
+
     def updated(self, **fields: Any) -> RunConfig:
         """A copy with `fields` (by section or by their flat names) replaced, validated again; the fields set
         stay those set (a budget's `model_fields_set` decides what a protocol may change)."""

@@ -70,12 +70,14 @@ def with_repeat(key: str, repeat: int) -> str:
 
 def repeat_run(base: Path, target: Path, episodes: int) -> Path:
     """Copies of every record of `base` until `episodes` are reached, as one complete run in `target`."""
-    from arena.runs.config import RunConfig
+    from arena.runs.config import redacted
+    from arena.store.records import RunInfo
 
     base_lines = (base / "episodes.jsonl").read_bytes().splitlines()
     copies = math.ceil(episodes / len(base_lines))
     info = json.loads((base / "run.json").read_text())
-    repeats = int(info["config"].get("repeats", 1))
+    recorded = RunInfo.model_validate(info).config
+    repeats = recorded.grid.repeats
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
@@ -93,9 +95,9 @@ def repeat_run(base: Path, target: Path, episodes: int) -> Path:
                 new = k * repeats + int(repeat)
                 vs.write(orjson.dumps({**verdict, "episode_id": f"{verdict['episode_id']}-{k}",
                                        "key": with_repeat(verdict["key"], new)}) + b"\n")
-    config = RunConfig.model_validate({**info["config"], "repeats": repeats * copies, "run_id": target.name,
-                                       "out": str(target.parent)})
-    info.update({"run_id": target.name, "config": config.redacted(), "fingerprint": config.grid_fingerprint()})
+    config = recorded.updated(repeats=repeats * copies, run_id=target.name, out=str(target.parent))
+    info.update({"run_id": target.name, "config": redacted(config).model_dump(mode="json"),
+                 "fingerprint": config.grid_fingerprint()})
     (target / "run.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
     return target
 
@@ -110,8 +112,12 @@ def build_index(run_dir: Path) -> float:
 
 
 def write_summary(run_dir: Path, base: Path) -> None:
-    """summary.json of the enlarged run, as the runner's last step writes it (figures from `arena.store.scan`)."""
+    """summary.json of the enlarged run, as the runner's last step writes it (figures from `arena.store.scan`; the
+    `finished` stamp when nothing is left, `arena.runs.finished`)."""
     from arena.judges.run_summary import summarize_scan
+    from arena.runs.finished import left_over, stamp
+    from arena.runs.sweep import plan
+    from arena.runs.workbench import Workbench
     from arena.store.scan import model_call_counts_scan, scan_run
     from arena.store.store import RunStore
 
@@ -121,6 +127,9 @@ def write_summary(run_dir: Path, base: Path) -> None:
     summary = {k: v for k, v in previous.items() if k not in ("groups", "version")}
     summary.update(summarize_scan(scan, previous["judge"]))
     summary.update({"run_id": run_dir.name, "model_calls": model_call_counts_scan(scan)})
+    families = plan(Workbench(store.info().config))
+    if not left_over(scan, families, previous["judge"]):
+        summary["finished"] = stamp(store.sizes(), families, previous["judge"])
     store.write_summary(summary)
 
 

@@ -102,7 +102,7 @@ def test_browser_click_state_blocking_and_marks(world: Path, tmp_path: Path):
             assert read.text.endswith("Made of stainless steel.") and not read.images
             back = await tool({"action": "back"}, ctx)
             assert back.data["url"] == "http://world.local/"
-            assert "https://evil.example.org/x" in tool._episodes[id(ctx.images)].router.blocked
+            assert "https://evil.example.org/x" in tool._episodes[ctx.episode].router.blocked
 
             with pytest.raises(ToolError, match="outside the world"):
                 await tool({"action": "goto", "url": "https://example.com/"}, ctx)
@@ -143,5 +143,24 @@ def test_browser_frames_are_in_numeric_order(world: Path, tmp_path: Path):
             assert tool._chromium.launches == 0  # frames need no Chromium
         finally:
             await tool.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_browser_state_is_kept_per_episode_of_the_tool_context(world: Path, tmp_path: Path):
+    """Per-episode browser state is keyed by `ctx.episode` (the id of the episode being played), not by the identity
+    of the context's image list: two contexts of one episode share it; another episode's context, even one sharing
+    the image list, has its own; `end_episode` releases only its own."""
+    async def scenario():
+        tool = BrowserTool(ToolOptions())
+        first = make_ctx(world, tmp_path)
+        same = ToolContext(task=first.task, dataset=first.dataset, images=[], blobs=first.blobs, episode=first.episode)
+        other = ToolContext(task=first.task, dataset=first.dataset, images=first.images, blobs=first.blobs)
+        assert first.episode != other.episode
+        assert tool._episode(first) is tool._episode(same)
+        assert tool._episode(other) is not tool._episode(first)
+        await tool.end_episode(other)
+        assert set(tool._episodes) == {first.episode}
+        await tool.aclose()
 
     asyncio.run(scenario())

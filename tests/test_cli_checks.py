@@ -140,11 +140,11 @@ def test_limits_from_the_cli_are_recorded_and_enforced(tiny_data, tmp_path):
     limited = episode("tokens")
     assert limited["finish_reason"] == "budget" and len(limited["steps"]) == 2
     assert limited["error"] == "token limit of 250 reached (250 used)"
-    assert info("tokens")["config"]["budget"]["max_tokens"] == 250
+    assert info("tokens")["config"]["limits"]["max_tokens"] == 250
     capped = episode("tools")
     assert "image_search_tool may be called at most 0 times in this episode" in capped["steps"][1]["error"]
     assert capped["totals"]["calls_per_tool"] == {"image_zoom_in_tool": 1, "text_search_tool": 1}
-    assert info("tools")["config"]["budget"]["tool_limits"] == {"image_search_tool": 0, "text_search_tool": 1}
+    assert info("tools")["config"]["limits"]["tool_limits"] == {"image_search_tool": 0, "text_search_tool": 1}
     fingerprints = {info(r)["fingerprint"] for r in ("free", "tokens", "tools")}
     assert len(fingerprints) == 3
 
@@ -176,7 +176,7 @@ def test_task_filters_and_a_config_file(tiny_data, tmp_path):
     # hops 6 -> L2 keeps q2 only; the command line's --max-rounds 4 overrides the file's [2, 3]
     assert [(e["task"]["id"], e["budget"]["max_rounds"]) for e in episodes] == [("q2", 4)]
     info = json.loads((tmp_path / "logs" / "from-yaml" / "run.json").read_text())
-    assert info["config"]["levels"] == ["L2"] and info["judge"] == "normalized"
+    assert info["config"]["data"]["levels"] == ["L2"] and info["judge"] == "normalized"
     bad = tmp_path / "bad.yaml"
     bad.write_text("max_round: 3\n")
     refused = runner.invoke(app, ["run", "--config", str(bad), "--data", str(tiny_data)])

@@ -119,10 +119,10 @@ def test_the_reproduce_command_runs_the_papers_settings(toured):
         block = next(b for b in command_blocks(README) if "paper-mine" in b.text)
         run_block(block, models, serper, monkeypatch)
     config = json.loads((run / "run.json").read_text())["config"]
-    assert config["protocol"] == "original"
-    assert sorted(config["settings"]) == ["no-tool", "search", "search+crop"]
-    assert config["max_rounds"] == [10] and config["repeats"] == 5
-    assert config["judge"] == "llm"
+    assert config["grid"]["protocol"] == "original"
+    assert sorted(config["grid"]["settings"]) == ["no-tool", "search", "search+crop"]
+    assert config["grid"]["max_rounds"] == [10] and config["grid"]["repeats"] == 5
+    assert config["judge"]["name"] == "llm"
     calls = [json.loads(line) for line in (run / "calls.jsonl").read_text().splitlines()]
     agent = [c for c in calls if c["request"]["model"] == "YOUR/MODEL"]
     published = {"temperature": 0.7, "max_tokens": 4096, "top_p": 0.8, "top_k": 20, "presence_penalty": 1.5,

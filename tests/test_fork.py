@@ -49,7 +49,7 @@ def test_fork_continues_recorded_rounds_with_another_agent(tiny_data: Path, tmp_
     assert out.exit_code == 0, out.output
     fork_dir = source.run_dir.parent / f"source-fork-{original.id[:8]}-r3-answerer"
     store = RunStore(fork_dir)
-    link = store.info()["forked_from"]
+    link = store.info().forked_from
     assert (link["run_id"], link["episode_id"], link["at_round"]) == ("source", original.id, 3)
     [forked] = store.episodes()
     assert forked.agent == "answerer" and forked.meta["forked_from"]["episode_id"] == original.id

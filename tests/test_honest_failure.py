@@ -154,7 +154,7 @@ def test_refused_fields_are_learned_once_for_the_agent_and_the_judge_whatever_th
     assert agent_calls, "max_tokens renamed to the field the server named"
     store = RunStore(tmp_path / "logs" / "p")
     assert {e.finish_reason for e in store.episodes()} == {"answered"}
-    learned = store.info()["learned_params"]
+    learned = store.info().learned_params
     where = next(iter(learned))
     assert "team-deployment-7 at" in where
     assert learned[where]["max_tokens"]["rename"] == "max_completion_tokens"
@@ -210,7 +210,7 @@ def test_a_crop_episode_behind_a_300_kb_proxy_limit_finishes(tmp_path):
     assert all(e.totals.rounds == 10 for e in episodes)
     assert 1 <= len(refused) <= 2, "at most one refused request per episode (two in flight)"
     assert max(passed) <= 300_000
-    budget = store.info()["learned_limits"]["openai:qwen"]["max_request_bytes"]
+    budget = store.info().learned_limits["openai:qwen"]["max_request_bytes"]
     assert max(passed) < budget < min(refused)
     elided = [s for e in episodes for s in e.steps if s.input.elided_images]
     assert elided and all("request bytes" in (s.input.elision_reason or "") for s in elided)

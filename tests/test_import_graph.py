@@ -155,6 +155,17 @@ def test_core_modules_are_readable_in_one_sitting_and_name_no_tool_or_suite():
     assert not mentions, "the core names tools or suites:\n" + "\n".join(mentions)
 
 
+def test_the_store_names_no_suite():
+    """The run directory's records and their migrations are generic: a suite's own older option names (e.g.
+    carv-llm's `prompt`) are read by the suite, never by the store."""
+    suites = sorted(p.name for p in (PACKAGE / "suites").iterdir() if (p / "suite.py").is_file())
+    assert "carv" in suites
+    files = sorted((PACKAGE / "store").rglob("*.py"))
+    mentions = sorted(f"{p.relative_to(ROOT)}: {name}" for p in files for name in suites
+                      if name in p.read_text(encoding="utf-8").lower())
+    assert not mentions, "the store names suites:\n" + "\n".join(mentions)
+
+
 def test_the_project_installs_one_top_level_package():
     """Nothing but `arena` (and the repository's tests, bench and scripts) sits at the top: a generic top-level
     `agents` or `tools` would collide with other packages of the field (the OpenAI Agents SDK installs `agents`)."""

@@ -145,7 +145,7 @@ def test_two_spent_keys_rotate_then_stop_the_web_with_one_message(tmp_path: Path
                         {"answer": "1874"}] for i in range(1, 5)}
     caplog.set_level(logging.WARNING)
     cfg = config(tmp_path, data, script, "pool", web="live", web_provider="serper", web_endpoint=fake.base,
-                 fetch_pages=False, web_min_interval=0.0).model_copy(update={"concurrency": 1})
+                 fetch_pages=False, web_min_interval=0.0).updated(concurrency=1)
     try:
         result = run(cfg)
         fake.credits["serper-pool-key-new-3333"] = None

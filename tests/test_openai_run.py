@@ -69,7 +69,7 @@ def test_xml_run_records_everything(tiny_data, tmp_path, monkeypatch):
 
     for name in ("run.json", "episodes.jsonl", "verdicts.jsonl", "summary.json"):
         assert "sk-secret-value-123" not in (result.run_dir / name).read_text()
-    assert json.loads((result.run_dir / "run.json").read_text())["config"]["agent_options"]["api_key_env"] == "ARENA_TEST_KEY"
+    assert json.loads((result.run_dir / "run.json").read_text())["config"]["agents"]["options"]["api_key_env"] == "ARENA_TEST_KEY"
 
 
 def test_native_tool_mode(tiny_data, tmp_path):

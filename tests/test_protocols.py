@@ -40,7 +40,7 @@ def test_default_protocol_follows_the_data_and_is_recorded_and_shown(tmp_path: P
                            settings=["no-tool"], judge="normalized", out=str(tmp_path / "logs"), run_id="va"))
     assert result.summary["protocol"] == "original"
     info = json.loads((result.run_dir / "run.json").read_text())
-    assert info["config"]["protocol"] == "original" and info["config"]["budget"]["final_answer_turn"] is False
+    assert info["config"]["grid"]["protocol"] == "original" and info["config"]["limits"]["final_answer_turn"] is False
     assert "protocol: original" in title_of(result.summary)
 
     world = build_mmir(tmp_path / "mmir", seed=3, size="small", count=2)
@@ -49,7 +49,7 @@ def test_default_protocol_follows_the_data_and_is_recorded_and_shown(tmp_path: P
     # (normalized: the world's open-ended items would need an MMIR judge model, which the run refuses to lack)
     assert result.summary["protocol"] == "arena"
     info = json.loads((result.run_dir / "run.json").read_text())
-    assert info["config"]["protocol"] == "arena" and info["config"]["budget"]["final_answer_turn"] is True
+    assert info["config"]["grid"]["protocol"] == "arena" and info["config"]["limits"]["final_answer_turn"] is True
     assert "protocol: arena" in title_of(result.summary)
     assert all(t.shown_title.endswith("· protocol: arena") for t in build_report([load_run(result.run_dir)]).tables)
 

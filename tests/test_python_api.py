@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from arena.runs.config import RunConfig
+from arena.store.records import FORMAT_VERSION
 from arena.runs.runner import run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +45,7 @@ def test_the_documented_example_runs_against_a_real_run(judged_run: Path, capsys
         assert rows["score"].mean() * 100 == pytest.approx(group["pass1"], abs=0.06)
     digest = scope["first"].images[0].split(":", 1)[1]
     assert scope["image"] == (judged_run / "blobs" / "sha256" / digest[:2] / digest[2:]).read_bytes()
-    assert all(e.format == run_.info.version == 2 for e in scope["episodes"])
+    assert all(e.format == run_.info.version == FORMAT_VERSION for e in scope["episodes"])
     assert "Mirelle Dastrow" in capsys.readouterr().out
 
 

@@ -65,7 +65,7 @@ def test_image_and_context_limits_are_learned_and_crop_episodes_finish(tmp_path,
     episodes = store.episodes()
     assert {e.finish_reason for e in episodes} <= {"answered", "budget"}
     assert all(e.totals.rounds == 10 for e in episodes)
-    learned = store.info()["learned_limits"]["openai:qwen"]
+    learned = store.info().learned_limits["openai:qwen"]
     assert learned_key in learned
     if learned_key == "max_images":
         assert learned["max_images"] == 4
@@ -369,7 +369,7 @@ def test_smolagents_learns_the_image_limit_and_elides_like_the_openai_agent(tmp_
     store = RunStore(tmp_path / "logs" / "s")
     episodes = store.episodes()
     assert {e.finish_reason for e in episodes} == {"answered"} and {e.answer for e in episodes} == {"1874"}
-    assert store.info()["learned_limits"]["smolagents:qwen"] == {"max_images": 4}
+    assert store.info().learned_limits["smolagents:qwen"] == {"max_images": 4}
     assert 1 <= len(refused) <= 2 and "At most 4 image(s)" in refused[0][1]["error"]["message"]
     steps = [s for e in episodes for s in e.steps]
     elided = [s for s in steps if s.input.elided_images]
@@ -421,7 +421,7 @@ def test_the_limit_wordings_of_other_servers_are_learned(tmp_path, rules, learne
     store = RunStore(tmp_path / "logs" / "r")
     episode = store.episodes()[0]
     assert episode.finish_reason in ("answered", "budget") and episode.totals.rounds == 10
-    learned = store.info()["learned_limits"]["openai:qwen"]
+    learned = store.info().learned_limits["openai:qwen"]
     assert learned_key in learned
     if learned_key == "max_images":
         assert learned["max_images"] == rules.max_images

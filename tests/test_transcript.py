@@ -217,8 +217,8 @@ def test_a_fork_in_another_tool_mode_or_without_a_recording_renders_its_own(tiny
         [first_native], [first_again] = answered(server.exchanges, "native")[:1], answered(server.exchanges, "again")[:1]
     assert "tools" in first_native and first_native["messages"] != original[3]["messages"]
     assert first_again == {**original[3], "model": "again"}  # the same rendering, rebuilt by the agent
-    assert RunStore(unrecorded.run_dir).info()["forked_from"]["recorded_request"] is False
-    assert RunStore(native.run_dir).info()["forked_from"]["recorded_request"] is True
+    assert RunStore(unrecorded.run_dir).info().forked_from["recorded_request"] is False
+    assert RunStore(native.run_dir).info().forked_from["recorded_request"] is True
 
 
 # vLLM's per-prompt image limit (vllm/multimodal/processing.py, `_validate_mm_counts`), as a 400
@@ -273,7 +273,7 @@ def test_no_transcript_records_nothing_and_says_so_in_run_json(tiny_data, tmp_pa
                                        "--out", str(tmp_path / "logs"), "--run-id", "quiet", "--no-transcript"])
         assert out.exit_code == 0, out.output
         run_dir = tmp_path / "logs" / "quiet"
-        assert json.loads((run_dir / "run.json").read_text())["config"]["transcript"] is False
+        assert json.loads((run_dir / "run.json").read_text())["config"]["output"]["transcript"] is False
         assert not (run_dir / "calls.jsonl").exists() and len(server.exchanges) >= 7
         judged = CliRunner().invoke(app, ["judge", str(run_dir), "--judge", "llm", "--judge-model", "judge",
                                           "--judge-base-url", server.base_url])

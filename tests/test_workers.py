@@ -50,10 +50,10 @@ def forked_requests(tiny_data: Path, tmp_path: Path, **backend) -> tuple[list[by
             before = len(server.exchanges)
             config = fork_config(load_run(source.run_dir), episode.id, 3, AgentChoice(agent="openai", options={
                 "model": "qwen2", "base_url": server.base_url, "image_max_pixels": 60000}), run_id=run_id)
-            forked = run(RunConfig.model_validate({**config.model_dump(), **fields}))
+            forked = run(config.updated(**fields))
             info = RunStore(forked.run_dir).info()
-            assert info["forked_from"]["recorded_request"] is True
-            assert {k: info["config"][k] for k in fields} == fields
+            assert info.forked_from["recorded_request"] is True
+            assert {k: getattr(info.config.schedule, k) for k in fields} == fields
             bodies[run_id] = [body for body, status, _ in server.exchanges[before:]
                               if status == 200 and json.loads(body)["model"] == "qwen2"]
             [fork_episode] = forked.episodes
@@ -87,8 +87,8 @@ def test_workers_match_asyncio_record_every_call_and_resume(tmp_path: Path) -> N
         played = len(server.requests)
 
         store = RunStore(spread.run_dir)
-        assert store.info()["config"]["workers"] == 2
-        assert store.info()["fingerprint"] == RunStore(local.run_dir).info()["fingerprint"]
+        assert store.info().config.schedule.workers == 2
+        assert store.info().fingerprint == RunStore(local.run_dir).info().fingerprint
         assert len(local.episodes) == 2 * 2 * 2
         assert_same_run(spread, local)  # every call the workers made is in calls.jsonl, as asyncio records it
         by_key = {e.key: e for e in local.episodes}
@@ -102,7 +102,7 @@ def test_workers_match_asyncio_record_every_call_and_resume(tmp_path: Path) -> N
     assert sorted(e.key for e in resumed.episodes) == sorted(by_key)
     for episode in resumed.episodes:
         assert comparable(episode) == comparable(by_key[episode.key])
-    assert RunStore(resumed.run_dir).info()["resumed"] == 1
+    assert RunStore(resumed.run_dir).info().resumed == 1
 
 
 def test_workers_stop_the_run_on_fail_fast_and_max_cost(tmp_path: Path) -> None:
@@ -135,10 +135,10 @@ def test_the_cli_option_is_recorded_and_resume_can_change_it(tmp_path: Path) -> 
                                "--run-id", "r", "--workers", "2", "--max-rounds", "2"])
         assert ran.exit_code == 0, ran.output
         run_dir = tmp_path / "logs" / "r"
-        assert RunStore(run_dir).info()["config"]["workers"] == 2
+        assert RunStore(run_dir).info().config.schedule.workers == 2
         resumed = cli.invoke(app, ["resume", str(run_dir), "--workers", "1"])
         assert resumed.exit_code == 0, resumed.output
-    assert RunStore(run_dir).info()["config"]["workers"] == 1
+    assert RunStore(run_dir).info().config.schedule.workers == 1
     key = RunStore(run_dir).episodes()[0].key
     shown = cli.invoke(app, ["transcript", str(run_dir), "--episode", key, "--json"])
     assert shown.exit_code == 0, shown.output
@@ -153,7 +153,7 @@ def test_limits_learned_in_workers_reach_run_json_and_workers_of_the_next_sessio
         first = arena_run(data, tmp_path / "logs", server.base_url, "--workers", "2")
         assert first.exit_code == 0, first.output
         store = RunStore(tmp_path / "logs" / "r")
-        assert store.info()["learned_limits"]["openai:qwen"]["max_images"] == 4  # learned in a worker
+        assert store.info().learned_limits["openai:qwen"]["max_images"] == 4  # learned in a worker
         refused = len(server.refused)
         assert refused >= 1
         lines = store.episodes_path.read_bytes().splitlines(keepends=True)

@@ -171,6 +171,11 @@ def _shutdown(gen, bridge: _Bridge) -> None:
 def _tool_classes():
     """The smolagents classes the adapter needs (built lazily: smolagents imports are slow)."""
     smol = _smol()
+    return (*_bridge_classes(smol), _recording_model_class(smol))
+
+
+def _bridge_classes(smol):
+    """The tool proxy and the agent whose tool calls (other than `final_answer`) the arena answers."""
 
     class ArenaToolProxy(smol.Tool):
         """An arena tool as seen by smolagents: its schema, and the arena's observation as its output."""
@@ -199,7 +204,118 @@ def _tool_classes():
                 return super().execute_tool_call(tool_name, arguments)
             return self.bridge.take(tool_name)
 
-    class RecordingModel(smol.OpenAIServerModel):
+    return ArenaToolProxy, ArenaToolCallingAgent
+
+
+class _RecordedMessages:
+    """What RecordingModel does to the messages smolagents sends, without smolagents: the context policy's
+    placeholders put in, images as data URLs encoded once, the input summarised, HTTP refusals classified. Mixed
+    into `RecordingModel` (`_recording_model_class`), whose attributes it reads."""
+
+    def _classified(self, exc: Exception) -> Exception:
+        """An HTTP refusal as an AgentError naming the endpoint (`rejected` for 4xx, quota); else `exc`."""
+        import openai
+
+        if not isinstance(exc, openai.APIStatusError):
+            return exc
+        body = exc.body if exc.body is not None else exc.message
+        said = body.get("message", body) if isinstance(body, dict) else body
+        text = redact_text(f"{self.owner.where()}: HTTP {exc.status_code}: {said}")
+        finish = "rejected" if is_refusal(exc.status_code, f"{body}") else "error"
+        return AgentError(text, finish_reason=finish)
+
+    def _fitted(self, messages, limits: Limits) -> tuple[list, InputSummary]:
+        """The messages within `limits` (the context policy's placeholders put in) and their summary.
+
+        smolagents writes each past step as: model output, tool call, a user message with the step's
+        images, then "Observation:\n..." (a tool-response); the i-th observation is the i-th past
+        round that has one (`observed_rounds`)."""
+        rounds = self.observed_rounds()
+        fixed, observed, pending = 0, [], []
+        image_at: dict[tuple[int, int], int] = {}
+        round_at: dict[int, int] = {}
+        for m, message in enumerate(messages):
+            parts = _parts(message)
+            text = sum(len(p.get("text") or "") for p in parts if p.get("type") == "text") // 4
+            for p, part in enumerate(parts):
+                if part.get("type") != "image":
+                    continue
+                index = self.image_index.get(id(part.get("image")), (None, None))[1]
+                if index is None or index < self.n_task_images:
+                    fixed += self._tokens(part.get("image"))
+                else:
+                    image_at[(m, p)] = index
+                    pending.append((index, self._tokens(part.get("image"))))
+            role = getattr(message, "role", None) or (message.get("role") if isinstance(message, dict) else None)
+            if getattr(role, "value", role) == "tool-response" and parts and \
+                    str(parts[0].get("text", "")).startswith("Observation:"):
+                round_at[m] = rounds[len(observed)] if len(observed) < len(rounds) else len(observed) + 1
+                observed.append(Observed(round_at[m], text, pending))
+                pending = []
+            else:
+                fixed += text
+        fixed += sum(tokens for _, tokens in pending)
+        elision = Elision()
+        if limits.max_images is not None or limits.max_context_tokens is not None:
+            elision = plan_elision(limits, self.n_task_images, fixed, observed)
+        sent = []
+        for m, message in enumerate(messages):
+            parts = _parts(message)
+            changed = []
+            for p, part in enumerate(parts):
+                if image_at.get((m, p)) in elision.images:
+                    part = {"type": "text", "text": image_placeholder(image_at[(m, p)])}
+                elif p == 0 and round_at.get(m) in elision.texts:
+                    part = {"type": "text", "text": f"Observation:\n{text_placeholder(round_at[m])}"}
+                changed.append(part)
+            if changed != parts:
+                message = dataclasses.replace(message, content=changed) if dataclasses.is_dataclass(message) \
+                    else {**message, "content": changed}
+            sent.append(message)
+        summary = self._summary(sent)
+        summary.elided_images, summary.elided_texts = sorted(elision.images), sorted(elision.texts)
+        summary.elision_reason = elision.reason
+        return sent, summary
+
+    def _tokens(self, image: Any) -> int:
+        return image.width * image.height // (self.image_factor ** 2) if isinstance(image, Image.Image) else 0
+
+    def _with_image_urls(self, message):
+        """Images as PNG data URLs encoded once per session (smolagents would deep-copy and re-encode
+        every image of the history at every call)."""
+        content = getattr(message, "content", None)
+        if not isinstance(content, list) or not any(p.get("type") == "image" for p in content):
+            return message
+        parts = []
+        for part in content:
+            if part.get("type") == "image" and isinstance(part.get("image"), Image.Image):
+                image = part["image"]
+                if id(image) not in self.image_urls:
+                    self.image_urls[id(image)] = (image, png_data_url(encode_png(image, 1, rle=True)))
+                part = {"type": "image_url", "image_url": {"url": self.image_urls[id(image)][1]}}
+            parts.append(part)
+        return dataclasses.replace(message, content=parts)
+
+    def _summary(self, messages) -> InputSummary:
+        chars, images, image_tokens = 0, 0, 0
+        for message in messages:
+            content = message.content if hasattr(message, "content") else message.get("content")
+            for part in content if isinstance(content, list) else [{"type": "text", "text": content or ""}]:
+                if part.get("type") == "text":
+                    chars += len(part.get("text") or "")
+                elif part.get("type") == "image":
+                    images += 1
+                    image = part.get("image")
+                    if isinstance(image, Image.Image):
+                        image_tokens += image.width * image.height // (self.image_factor ** 2)
+        return InputSummary(messages=len(messages), images=images, token_estimate=chars // 4 + image_tokens)
+
+
+def _recording_model_class(smol):
+    """`RecordingModel`: smolagents' OpenAI model that keeps the last model message and input size, fits every
+    request within the learned limits (`_RecordedMessages`) and keeps only the first tool call of a message."""
+
+    class RecordingModel(_RecordedMessages, smol.OpenAIServerModel):
         """Keeps the last model message and input size; keeps only the first tool call of a message."""
 
         def __init__(self, *, tool_choice: str | None, image_factor: int, owner: "SmolagentsAgent", **kwargs: Any):
@@ -254,105 +370,7 @@ def _tool_classes():
             self.last = message
             return message
 
-        def _classified(self, exc: Exception) -> Exception:
-            """An HTTP refusal as an AgentError naming the endpoint (`rejected` for 4xx, quota); else `exc`."""
-            import openai
-
-            if not isinstance(exc, openai.APIStatusError):
-                return exc
-            body = exc.body if exc.body is not None else exc.message
-            said = body.get("message", body) if isinstance(body, dict) else body
-            text = redact_text(f"{self.owner.where()}: HTTP {exc.status_code}: {said}")
-            finish = "rejected" if is_refusal(exc.status_code, f"{body}") else "error"
-            return AgentError(text, finish_reason=finish)
-
-        def _fitted(self, messages, limits: Limits) -> tuple[list, InputSummary]:
-            """The messages within `limits` (the context policy's placeholders put in) and their summary.
-
-            smolagents writes each past step as: model output, tool call, a user message with the step's
-            images, then "Observation:\n..." (a tool-response); the i-th observation is the i-th past
-            round that has one (`observed_rounds`)."""
-            rounds = self.observed_rounds()
-            fixed, observed, pending = 0, [], []
-            image_at: dict[tuple[int, int], int] = {}
-            round_at: dict[int, int] = {}
-            for m, message in enumerate(messages):
-                parts = _parts(message)
-                text = sum(len(p.get("text") or "") for p in parts if p.get("type") == "text") // 4
-                for p, part in enumerate(parts):
-                    if part.get("type") != "image":
-                        continue
-                    index = self.image_index.get(id(part.get("image")), (None, None))[1]
-                    if index is None or index < self.n_task_images:
-                        fixed += self._tokens(part.get("image"))
-                    else:
-                        image_at[(m, p)] = index
-                        pending.append((index, self._tokens(part.get("image"))))
-                role = getattr(message, "role", None) or (message.get("role") if isinstance(message, dict) else None)
-                if getattr(role, "value", role) == "tool-response" and parts and \
-                        str(parts[0].get("text", "")).startswith("Observation:"):
-                    round_at[m] = rounds[len(observed)] if len(observed) < len(rounds) else len(observed) + 1
-                    observed.append(Observed(round_at[m], text, pending))
-                    pending = []
-                else:
-                    fixed += text
-            fixed += sum(tokens for _, tokens in pending)
-            elision = Elision()
-            if limits.max_images is not None or limits.max_context_tokens is not None:
-                elision = plan_elision(limits, self.n_task_images, fixed, observed)
-            sent = []
-            for m, message in enumerate(messages):
-                parts = _parts(message)
-                changed = []
-                for p, part in enumerate(parts):
-                    if image_at.get((m, p)) in elision.images:
-                        part = {"type": "text", "text": image_placeholder(image_at[(m, p)])}
-                    elif p == 0 and round_at.get(m) in elision.texts:
-                        part = {"type": "text", "text": f"Observation:\n{text_placeholder(round_at[m])}"}
-                    changed.append(part)
-                if changed != parts:
-                    message = dataclasses.replace(message, content=changed) if dataclasses.is_dataclass(message) \
-                        else {**message, "content": changed}
-                sent.append(message)
-            summary = self._summary(sent)
-            summary.elided_images, summary.elided_texts = sorted(elision.images), sorted(elision.texts)
-            summary.elision_reason = elision.reason
-            return sent, summary
-
-        def _tokens(self, image: Any) -> int:
-            return image.width * image.height // (self.image_factor ** 2) if isinstance(image, Image.Image) else 0
-
-        def _with_image_urls(self, message):
-            """Images as PNG data URLs encoded once per session (smolagents would deep-copy and re-encode
-            every image of the history at every call)."""
-            content = getattr(message, "content", None)
-            if not isinstance(content, list) or not any(p.get("type") == "image" for p in content):
-                return message
-            parts = []
-            for part in content:
-                if part.get("type") == "image" and isinstance(part.get("image"), Image.Image):
-                    image = part["image"]
-                    if id(image) not in self.image_urls:
-                        self.image_urls[id(image)] = (image, png_data_url(encode_png(image, 1, rle=True)))
-                    part = {"type": "image_url", "image_url": {"url": self.image_urls[id(image)][1]}}
-                parts.append(part)
-            return dataclasses.replace(message, content=parts)
-
-        def _summary(self, messages) -> InputSummary:
-            chars, images, image_tokens = 0, 0, 0
-            for message in messages:
-                content = message.content if hasattr(message, "content") else message.get("content")
-                for part in content if isinstance(content, list) else [{"type": "text", "text": content or ""}]:
-                    if part.get("type") == "text":
-                        chars += len(part.get("text") or "")
-                    elif part.get("type") == "image":
-                        images += 1
-                        image = part.get("image")
-                        if isinstance(image, Image.Image):
-                            image_tokens += image.width * image.height // (self.image_factor ** 2)
-            return InputSummary(messages=len(messages), images=images, token_estimate=chars // 4 + image_tokens)
-
-    return ArenaToolProxy, ArenaToolCallingAgent, RecordingModel
+    return RecordingModel
 
 
 _SESSION: ContextVar["_Session | None"] = ContextVar("arena_smolagents_session", default=None)

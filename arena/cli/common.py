@@ -32,8 +32,7 @@ from arena.runs.runner import RunResult, execute
 from arena.runs.stops import FAILED
 
 from .interrupts import INTERRUPTED_EXIT, RunGuard
-from arena.store.migrate import protocol_of
-from arena.store.records import HarnessCost
+from arena.store.records import HarnessCost, RunInfo
 from arena.store.store import RunStore
 
 READABLE_WIDTH = 80
@@ -339,8 +338,8 @@ def review_run(run_dir: str | Path, judge: str | None = None) -> RunData:
     return load_run(run_dir, judge)
 
 
-def run_protocol(info: dict[str, Any]) -> str:
+def run_protocol(info: RunInfo) -> str:
     """The protocol a stored run (its run.json) followed, as table titles show it: with the prompts note when a
-    run under `original` used the arena's wording where a published text exists (`arena.store.migrate.protocol_of`
-    reads runs recorded before `--protocol` as arena runs)."""
-    return protocol_label(protocol_of(info), info.get("prompts"))
+    run under `original` used the arena's wording where a published text exists (runs recorded before `--protocol`
+    read as arena runs, `RunInfo.protocol`)."""
+    return protocol_label(info.protocol, info.prompts)

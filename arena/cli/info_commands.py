@@ -44,7 +44,7 @@ def summary(run_dir: Path = typer.Argument(..., help="Run directory."),
     except (ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     incomplete = done.line(run_dir, as_wrong=errors_counted_as_wrong(result))
-    recorded = [w for w in run.info.get("warnings") or [] if isinstance(w, str)]  # the data's, as the run read it
+    recorded = list(run.info.warnings)  # the data's, as the run read it
     result = {**result, "warnings": list(dict.fromkeys(recorded + list(result.get("warnings", []))))}
     title = f"{run_dir.name} (judge: {run.judge_label})"
     if fmt != "table":

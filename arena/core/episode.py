@@ -67,6 +67,8 @@ class _Run:
     def __init__(self, spec: EpisodeSpec, blobs: BlobStore):
         self.spec = spec
         self.blobs = blobs
+        self.id = uuid.uuid4().hex
+        """The episode's id: its record's, and its tools' key for per-episode state (`ToolContext.episode`)."""
         self.steps: list[Step] = []
         self.images: list[ContextImage] = []
         self.totals = Totals()
@@ -146,7 +148,8 @@ class _Run:
             return self.invalid(step, f"unknown tool {name!r}; available tools: {available}")
         if limit is not None and used >= limit:
             return self.invalid(step, f"{name} may be called at most {limit} times in this episode")
-        ctx = ToolContext(task=self.spec.task, dataset=self.spec.dataset, images=self.images, blobs=self.blobs)
+        ctx = ToolContext(task=self.spec.task, dataset=self.spec.dataset, images=self.images, blobs=self.blobs,
+                          episode=self.id)
         started = time.perf_counter()
         try:
             result = await asyncio.wait_for(tool(step.arguments or {}, ctx), tool.options.tool_timeout)
@@ -239,7 +242,8 @@ class _Run:
 
     async def end_episode(self) -> None:
         """Let every tool release its per-episode state; a failure there is logged, never raised."""
-        ctx = ToolContext(task=self.spec.task, dataset=self.spec.dataset, images=self.images, blobs=self.blobs)
+        ctx = ToolContext(task=self.spec.task, dataset=self.spec.dataset, images=self.images, blobs=self.blobs,
+                          episode=self.id)
         for tool in self.spec.tools:
             try:
                 await tool.end_episode(ctx)
@@ -331,7 +335,7 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
     totals.tool_seconds = sum(s.tool_seconds for s in run.steps)
     totals.seconds = time.perf_counter() - started
     return Episode(
-        id=uuid.uuid4().hex, run_id=spec.run_id, key=spec.key, task=TaskRef.of(spec.task),
+        id=run.id, run_id=spec.run_id, key=spec.key, task=TaskRef.of(spec.task),
         agent=spec.agent.id, setting=spec.setting, tools=[t.name for t in spec.tools], budget=spec.budget,
         seed=spec.seed, repeat=spec.repeat, images=[img.blob_id for img in run.images[: len(spec.task.images)]],
         steps=run.steps, answer=answer, finish_reason=finish or "error", error=error, totals=totals,

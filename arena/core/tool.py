@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
@@ -50,6 +51,9 @@ class ToolContext:
     dataset: "Dataset"
     images: list[ContextImage]
     blobs: BlobStore
+    episode: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """The episode being played: the id its record will have (one per playing; a retry is another), under which a
+    tool keeps per-episode state (`Tool.end_episode` releases it). A context made without one is its own episode."""
 
 
 def validation_problems(exc: ValidationError, whole: str) -> str:

@@ -12,8 +12,9 @@ back).
 
 A 400 that names a request field the server does not take (`ParamRefusal`: OpenAI's `unsupported_parameter` /
 `unsupported_value`, Gemini's `Unknown name "..."`, vLLM's pydantic `extra_forbidden`) is learned once per
-endpoint (`LEARNED_PARAMS`): the field is renamed where the server names its replacement (`max_tokens` ->
-`max_completion_tokens`), else left out (the server's default); the request is sent again once, never in a loop."""
+endpoint during a run (`LearnedParams`, run state): the field is renamed where the server names its replacement
+(`max_tokens` -> `max_completion_tokens`), else left out (the server's default); the request is sent again once,
+never in a loop."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ import ssl
 import time
 import urllib.parse
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -156,23 +158,55 @@ def param_refusal(exc: "EndpointError", params: dict[str, Any]) -> ParamRefusal 
     return ParamRefusal(name, rename, params[name], said[:300])
 
 
-LEARNED_PARAMS: dict[str, dict[str, ParamRefusal]] = {}
-"""Fields each endpoint (`EndpointConfig.where()`) refused in this process, by field name: every Endpoint of that
-endpoint (agents' and judges') applies them. `learned_params` / `restore_params` carry them to and from run.json."""
+class LearnedParams:
+    """Fields each endpoint (`EndpointConfig.where()`) refused during a run, by field name: every Endpoint of that
+    endpoint (agents' and judges') applies them. Run state: a run installs its own (`use_params`, from run.json's
+    `learned_params`); code outside a run (a worker process, which plays one run) shares the process's."""
+
+    def __init__(self, recorded: dict[str, dict[str, dict[str, Any]]] | None = None):
+        self.by_endpoint: dict[str, dict[str, ParamRefusal]] = {}
+        self.restore(recorded)
+
+    def of(self, where: str) -> dict[str, ParamRefusal]:
+        """The fields `where` refused (a live dict: a refusal learned is added to it)."""
+        return self.by_endpoint.setdefault(where, {})
+
+    def as_data(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """As plain data (for run.json and summary.json)."""
+        return {where: {name: refusal.as_dict() for name, refusal in fields.items()}
+                for where, fields in sorted(self.by_endpoint.items()) if fields}
+
+    def restore(self, recorded: dict[str, dict[str, dict[str, Any]]] | None) -> None:
+        """Apply fields refused earlier (run.json's `learned_params`) from the first request on."""
+        for where, fields in (recorded or {}).items():
+            for name, item in (fields or {}).items():
+                self.of(where).setdefault(
+                    name, ParamRefusal(name, item.get("rename"), item.get("value"), str(item.get("said") or "")))
+
+
+_PROCESS_PARAMS = LearnedParams()
+_RUN_PARAMS: ContextVar[LearnedParams] = ContextVar("arena_learned_params")
+
+
+def use_params(params: LearnedParams) -> LearnedParams:
+    """Make `params` the learned fields of the calling task's run (and of every task it starts from then on)."""
+    _RUN_PARAMS.set(params)
+    return params
+
+
+def run_params() -> LearnedParams:
+    """The learned fields of the run the calling task belongs to (outside a run: the process's)."""
+    return _RUN_PARAMS.get(_PROCESS_PARAMS)
 
 
 def learned_params() -> dict[str, dict[str, dict[str, Any]]]:
-    """`LEARNED_PARAMS` as plain data (for run.json and summary.json)."""
-    return {where: {name: refusal.as_dict() for name, refusal in fields.items()}
-            for where, fields in sorted(LEARNED_PARAMS.items()) if fields}
+    """The current run's learned fields as plain data (`run_params().as_data()`)."""
+    return run_params().as_data()
 
 
 def restore_params(recorded: dict[str, dict[str, dict[str, Any]]] | None) -> None:
-    """Apply fields refused in an earlier run (run.json's `learned_params`) from the first request on."""
-    for where, fields in (recorded or {}).items():
-        for name, item in (fields or {}).items():
-            LEARNED_PARAMS.setdefault(where, {}).setdefault(
-                name, ParamRefusal(name, item.get("rename"), item.get("value"), str(item.get("said") or "")))
+    """Apply fields refused in an earlier run (run.json's `learned_params`) to the current run's."""
+    run_params().restore(recorded)
 
 
 def param_lines(recorded: dict[str, dict[str, dict[str, Any]]] | None) -> list[str]:
@@ -325,7 +359,7 @@ class Endpoint:
             overrides.pop("temperature", None)
         params.update(overrides)
         params = {k: v for k, v in params.items() if v is not None}
-        for name, refusal in LEARNED_PARAMS.get(cfg.where(), {}).items():
+        for name, refusal in run_params().of(cfg.where()).items():
             if name in params:
                 value = params.pop(name)
                 if refusal.rename and refusal.rename not in params:
@@ -363,7 +397,7 @@ class Endpoint:
                     continue
                 except RejectedError as exc:
                     refusal = param_refusal(exc, params)
-                    known = LEARNED_PARAMS.setdefault(cfg.where(), {})
+                    known = run_params().of(cfg.where())
                     if refusal is None or refusal.field in known:
                         raise  # nothing to learn, or learned already and still refused: never a loop
                     known[refusal.field] = refusal

@@ -57,7 +57,8 @@ class Completeness:
 
 
 def planned_of(*records: dict[str, Any] | None) -> int | None:
-    """The first planned count found among `records` (run.json's info, summary.json), None when none has one."""
+    """The first planned count found among `records` (summary dicts: summary.json, a run's summary), None when none
+    has one (run.json's is `RunInfo.planned_episodes`)."""
     for record in records:
         value = (record or {}).get(PLANNED)
         if isinstance(value, int) and value >= 0:

@@ -14,7 +14,7 @@ their own figures (Path F1, per-source accuracy, ...) through their `Suite.metri
 Each figure is computed in one place, from a group's columns (`COLUMNS`): `summarize` builds them from
 records, `arena.store.scan` from the episode index without parsing trajectories. Suites' own metrics get whole
 (Episode, Verdict) records, since they look inside trajectories, and the populations the run recorded for the suite
-(run.json `datasets[].population`, `arena.store.migrate.populations_of`: the questions of each file a suite's
+(run.json `datasets[].population`, `arena.store.records.RunInfo.populations`: the questions of each file a suite's
 published evaluator divides by), when there are any.
 """
 
@@ -34,7 +34,7 @@ from .stats import bootstrap_ci, ks_for, majority_at_k, pass_at_k
 Row = tuple[Episode, "Verdict | None"]
 SuiteMetrics = Callable[..., dict[str, Any]]
 Populations = dict[str, list[dict[str, Any]]]
-"""Suite name -> the population records of the run's datasets of that suite (`arena.store.migrate.populations_of`)."""
+"""Suite name -> the population records of the run's datasets of that suite (`arena.store.records.RunInfo.populations`)."""
 
 
 def suite_metrics(suite: str) -> SuiteMetrics | None:
@@ -279,7 +279,7 @@ def group_metrics(c: Columns) -> dict[str, Any]:
 def summarize(episodes: list[Episode], verdicts: list[Verdict], judge: str = AUTO,
               populations: Populations | None = None) -> dict[str, Any]:
     """Summary of a run for one judge ("auto": each task's own): one entry per (agent, setting, max_rounds);
-    `populations`: what the run's run.json records of its datasets' files (`arena.store.migrate.populations_of`)."""
+    `populations`: what the run's run.json records of its datasets' files (`arena.store.records.RunInfo.populations`)."""
     chosen = latest_verdicts(episodes, verdicts, judge)
     groups: dict[tuple[str, str, int], list[Row]] = defaultdict(list)
     for episode in episodes:

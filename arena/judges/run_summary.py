@@ -3,7 +3,7 @@
 `summarize_scan` gives exactly what `arena.judges.metrics.summarize` gives on the same store (the same sums in the
 same order, each figure computed once in `arena.judges.metrics` from the group's columns); suites that register
 their own metrics get their episodes as full records (read back by byte offset), since those metrics look inside
-trajectories, and the population records run.json holds for them (`arena.store.migrate.populations_of`).
+trajectories, and the population records run.json holds for them (`arena.store.records.RunInfo.populations`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import orjson
 
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
-from arena.store.migrate import populations_of
 from arena.store.run_index import scan_lines
 from arena.store.scan import Chosen, RunScan, TaskJudge, scan_run
 from arena.store.store import RunStore
@@ -54,7 +53,7 @@ def summarize_scan(scan: RunScan, judge: str = AUTO) -> dict[str, Any]:
     """The run's summary for one judge; equal to `arena.judges.metrics.summarize` of the same store."""
     chosen = scan.chosen(judge)
     c = scan.cols
-    populations = populations_of(scan.store.info()) if scan.store.exists() else {}
+    populations = scan.store.info().populations() if scan.store.exists() else {}
     groups: dict[tuple[str, str, int], list[int]] = defaultdict(list)
     for r in range(len(scan)):
         groups[(c["agent"][r], c["setting"][r], c["max_rounds"][r])].append(r)

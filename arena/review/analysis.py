@@ -4,8 +4,8 @@
     frames = load_run_frames("logs/<run-id>")          # the run's own judge; judge="llm" for another
     frames.episodes.groupby(["setting", "max_rounds"])["score"].mean() * 100   # = Pass@1 of `arena summary`
 
-(`arena/` is the core and cannot import `runs/`, so the API lives here: `from arena.review.analysis import load_run_frames`;
-pandas is imported when a frame is made, so that importing `runs` or starting `arena` does not load it.)
+(The run as the store reads it, `arena.store.open_run(path).frame()`, extended by the fields only a trajectory holds;
+pandas is imported when a frame is made, so that importing `arena.review` or starting `arena` does not load it.)
 
 - `episodes`: one row per episode (the latest record of each grid key): identity (run, episode id, key, task,
   suite, level, category, hops, agent, setting, max_rounds, repeat, seed), outcome (finish_reason, error, answer),
@@ -29,9 +29,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-from arena.judges.metrics import judge_for_task
-from arena.store.scan import TaskJudge
-
 from .rundata import RunData, load_run
 
 
@@ -46,46 +43,52 @@ class RunFrames:
     run_id: str
 
 
+EPISODE_COLUMNS = ("run_id", "episode_id", "key", "task_id", "suite", "level", "category", "hops", "agent", "setting",
+                   "max_rounds", "repeat", "seed", "finish_reason", "error", "answer", "rounds", "tool_calls",
+                   "invalid_calls", "ignored_calls", "prompt_tokens", "completion_tokens", "seconds", "cost", "judge",
+                   "score", "correct", "judge_error", "extracted", "judged")
+"""The columns of `episodes` before the per-judge ones: `Run.frame()`'s (`arena.store.read.FRAME_COLUMNS`, less
+`model_calls`) with the fields only a trajectory holds (`record_columns`), `cost` only when an episode records one."""
+
+
+def record_columns(run: RunData) -> dict[str, list[Any]]:
+    """hops, seed, error, cost and the token totals as recorded (None where a record has none; the index holds 0)
+    of each episode, in `Run.frame()`'s row order: one pass over the episode records (orjson, each dropped once
+    read); `cost` left out when no episode records one (`meta.cost`)."""
+    cols: dict[str, list[Any]] = {"hops": [], "seed": [], "error": [], "cost": [], "prompt_tokens": [],
+                                  "completion_tokens": []}
+    for e in run.scan.records_of():
+        meta, totals = e.get("meta") or {}, e.get("totals") or {}
+        cols["prompt_tokens"].append(totals.get("prompt_tokens", 0))
+        cols["completion_tokens"].append(totals.get("completion_tokens", 0))
+        cols["hops"].append(e["task"].get("hops"))
+        cols["seed"].append(e.get("seed", 0))
+        cols["error"].append(e.get("error"))
+        cols["cost"].append(meta.get("cost", _NO_COST))
+    if all(c is _NO_COST for c in cols["cost"]):
+        del cols["cost"]
+    else:
+        cols["cost"] = [None if c is _NO_COST else c for c in cols["cost"]]
+    return cols
+
+
+_NO_COST = object()
+
+
+def episode_frame(run: RunData) -> pd.DataFrame:
+    """`episodes` (see the module docstring): `Run.frame()` of the run, extended by `record_columns`."""
+    frame = run.run.frame()
+    for name, values in record_columns(run).items():
+        frame[name] = values
+    frame["seconds"] = [round(value, 4) for value in frame["seconds"]]
+    per_judge = [c for c in frame.columns if "[" in c]
+    return frame[[c for c in EPISODE_COLUMNS if c in frame.columns] + per_judge]
+
+
 def episode_rows(run: RunData) -> list[dict[str, Any]]:
-    """One flat dict per episode (see the module docstring for the columns): one pass over the episode records
-    (orjson, each dropped once its row is made) beside the run's columns (`arena.store.scan`: index and verdicts)."""
-    scan = run.scan
-    c = scan.cols
-    chosen = scan.chosen(run.judge)
-    latest: dict[tuple[str, str], tuple[float, bool, str | None]] = {}
-    for episode_id, judge, score, correct, error, *_ in scan.verdict_rows:
-        latest[(episode_id, judge)] = (score, correct, error)
-    judges = sorted({judge for _, judge in latest})
-    rows = []
-    with_cost = False
-    for r, e in enumerate(scan.records_of()):
-        task, totals, meta = e["task"], e.get("totals") or {}, e.get("meta") or {}
-        v = chosen.get(r)
-        ok = v is not None and v[2] is None
-        row: dict[str, Any] = {
-            "run_id": run.run_id, "episode_id": c["id"][r], "key": c["key"][r], "task_id": c["task_id"][r],
-            "suite": c["suite"][r], "level": c["level"][r], "category": c["category"][r], "hops": task.get("hops"),
-            "agent": c["agent"][r], "setting": c["setting"][r], "max_rounds": c["max_rounds"][r],
-            "repeat": c["repeat"][r], "seed": e.get("seed", 0), "finish_reason": c["finish"][r],
-            "error": e.get("error"), "answer": c["answer"][r], "rounds": c["rounds"][r],
-            "tool_calls": c["tool_calls"][r], "invalid_calls": c["invalid"][r], "ignored_calls": c["ignored"][r],
-            "prompt_tokens": totals.get("prompt_tokens", 0), "completion_tokens": totals.get("completion_tokens", 0),
-            "seconds": round(c["seconds"][r], 4), "cost": meta.get("cost"),
-        }
-        with_cost = with_cost or "cost" in meta
-        row.update({"judge": judge_for_task(TaskJudge(c["judge"][r]), run.judge) if v is not None else None,
-                    "score": v[0] if ok else 0.0, "correct": bool(ok and v[1]),
-                    "judge_error": v[2] if v is not None else None, "extracted": v[4] if v is not None else None,
-                    "judged": v is not None})
-        for j in judges:
-            other = latest.get((c["id"][r], j))
-            row[f"score[{j}]"] = None if other is None else (other[0] if other[2] is None else 0.0)
-            row[f"correct[{j}]"] = None if other is None else bool(other[2] is None and other[1])
-        rows.append(row)
-    if not with_cost:
-        for row in rows:
-            del row["cost"]
-    return rows
+    """`episode_frame` as one flat dict per episode (missing values None)."""
+    frame = episode_frame(run)
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")
 
 
 def step_rows(run: RunData) -> list[dict[str, Any]]:
@@ -113,7 +116,7 @@ def verdict_rows(run: RunData) -> list[dict[str, Any]]:
 def frames_of(run: RunData) -> RunFrames:
     import pandas as pd  # loaded on use: every `arena` command imports this module, few need pandas (0.5 s)
 
-    return RunFrames(episodes=pd.DataFrame(episode_rows(run)), steps=pd.DataFrame(step_rows(run)),
+    return RunFrames(episodes=episode_frame(run), steps=pd.DataFrame(step_rows(run)),
                      verdicts=pd.DataFrame(verdict_rows(run)), judge=run.judge, run_id=run.run_id)
 
 
@@ -133,9 +136,7 @@ def export_episodes(run: RunData, target: Path, fmt: str) -> Path:
                                          run.store.dir / "summary.json", run.store.dir / "judge_cache.jsonl")}
     if target.resolve() in store_files:
         raise ValueError(f"{target}: is a file of the run store; export elsewhere (--out FILE)")
-    import pandas as pd  # loaded on use (see frames_of)
-
-    frame = pd.DataFrame(episode_rows(run))
+    frame = episode_frame(run)
     target.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "csv":
         frame.to_csv(target, index=False)

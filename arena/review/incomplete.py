@@ -22,7 +22,8 @@ def written_summary(run: RunData) -> dict[str, Any]:
 
 def run_completeness(run: RunData) -> Completeness:
     """The run's recorded and errored episodes against the grid the runner planned (run.json, else summary.json)."""
-    return completeness(run.summary, planned_of(run.info, written_summary(run)))
+    planned = run.info.planned_episodes
+    return completeness(run.summary, planned if planned is not None else planned_of(written_summary(run)))
 
 
 def incomplete_line(run: RunData) -> str | None:

@@ -198,25 +198,27 @@ async def check_episode(run: RunData, episode: Episode) -> list[Difference]:
     loaders are those registered: the caller loads the plug-ins first (`arena.runs.plugins.load_plugins`)."""
     config = run.data_source()
     if config is None:
-        raise ValueError(f"{run.store.run_json}: field config: cannot be read back as a run configuration")
+        raise ValueError(f"{run.store.run_json}: field config: missing, the episode cannot be replayed")
     rounds = [s for s in played_rounds(episode) if s.action != "answer"]
     if not rounds:
         return []
-    datasets = load_datasets(config.data, config.root, config.fmt, original_only=config.protocol == "original")
-    if config.protocol == "original":
+    protocol = run.info.protocol
+    datasets = load_datasets(config.data.path, config.data.root, config.data.fmt,
+                             original_only=protocol == "original")
+    if protocol == "original":
         apply_original_dataset_rules(datasets)  # the tasks as the run played them (tool-result layout, ids)
-    if config.corpus:
+    if config.data.corpus:
         for dataset in datasets:
-            dataset.corpus = Path(config.corpus).resolve()
+            dataset.corpus = Path(config.data.corpus).resolve()
     found = [(d, t) for d in datasets for t in d.tasks if t.id == episode.task.id]
     if not found:
-        raise ValueError(f"{config.data}: task {episode.task.id!r} of episode {episode.id} is no longer in the data")
+        raise ValueError(f"{config.data.path}: task {episode.task.id!r} of episode {episode.id} is no longer in the data")
     dataset, task = found[0]
     unknown = [n for n in episode.tools if n not in TOOLS]
     if unknown:
         raise ValueError(f"episode {episode.id} used tool(s) not installed here: {', '.join(unknown)}")
-    tools = [TOOLS[n](config.tool_options) for n in episode.tools]
-    resources = RunResources(config.tool_options)
+    tools = [TOOLS[n](config.tools) for n in episode.tools]
+    resources = RunResources(config.tools)
     budget = episode.budget.model_copy(update={"max_rounds": len(rounds), "final_answer_turn": False,
                                                "max_seconds": None, "max_tokens": None})
     spec = EpisodeSpec(run_id="replay-check", task=task, dataset=dataset, agent=_NoAgent(), tools=tools,

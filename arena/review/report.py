@@ -276,8 +276,7 @@ def build_report(runs: list[RunData]) -> Report:
     harness = harness_table(runs)
     if harness is not None:
         tables.append(harness)
-    protocols = sorted({protocol_label(str((r.info.get("config") or {}).get("protocol")), r.info.get("prompts"))
-                        for r in runs if (r.info.get("config") or {}).get("protocol")})
+    protocols = sorted({protocol_label(r.info.protocol, r.info.prompts) for r in runs})
     for table in tables:
         table.protocol = ", ".join(protocols)
     png = sweep_png([(r.run_id, r.summary) for r in runs],

@@ -1,4 +1,5 @@
-"""A finished run read back from its directory, for reports, the viewer, replay and failure analysis."""
+"""A run read back for review: `arena.store.Run` (the public read API) with the views reports, the viewer, replay
+and failure analysis add (summary, verdicts that count, failure labels, tasks)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,12 @@ from arena.core.task import Task
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 from arena.endpoints.client import param_lines
-from arena.judges.metrics import AUTO, latest_verdicts
+from arena.judges.metrics import latest_verdicts
 from arena.judges.protocols import apply_original_dataset_rules
 from arena.judges.run_summary import summarize_scan
-from arena.store.migrate import judge_of
-from arena.store.read import find_episode
-from arena.store.records import DataSource
-from arena.store.scan import RunScan, scan_run
+from arena.store.read import Run, find_episode, open_run
+from arena.store.records import RunConfig, RunInfo
+from arena.store.scan import RunScan
 from arena.store.store import RunStore
 
 from .failures import taxonomy
@@ -26,18 +26,30 @@ from .failures import taxonomy
 
 @dataclass
 class RunData:
-    """A run read back lazily: the summary comes from one streaming pass (`arena.store.scan`); episodes and
-    verdicts are parsed into records only when asked for."""
+    """A run read back for review: `arena.store.Run` (the public read API: run.json, episodes, verdicts, columns)
+    with review's views added: the summary recomputed, the verdict that counts per episode, failure labels and the
+    tasks. Episodes and verdicts are parsed into records only when asked for."""
 
-    store: RunStore
-    info: dict[str, Any]
-    judge: str = AUTO
+    run: Run
     notes: list[str] = field(default_factory=list)
 
     @property
+    def judge(self) -> str:
+        """The judge whose verdicts count (`Run.judge`: the run's own unless another was asked for)."""
+        return self.run.judge
+
+    @property
+    def store(self) -> RunStore:
+        return self.run.store
+
+    @property
+    def info(self) -> RunInfo:
+        return self.run.info
+
+    @property
     def own_judge(self) -> str:
-        """The judge the run was scored with (`run_judge`)."""
-        return run_judge(self.info)
+        """The judge the run was scored with."""
+        return self.run.info.judge
 
     @property
     def judge_label(self) -> str:
@@ -46,7 +58,7 @@ class RunData:
 
     @property
     def run_id(self) -> str:
-        return str(self.info.get("run_id") or self.store.dir.name)
+        return self.run.run_id
 
     @cached_property
     def episodes(self) -> list[Episode]:
@@ -56,21 +68,19 @@ class RunData:
     def verdicts(self) -> list[Verdict]:
         return self.store.verdicts()
 
-    @cached_property
+    @property
     def scan(self) -> RunScan:
-        return scan_run(self.store)
+        return self.run.scan()
 
     @cached_property
     def summary(self) -> dict[str, Any]:
         """The run's metrics recomputed, with the protocol it followed (which decides how a table counts errored
-        episodes: `arena.runs.table.errors_counted_as_wrong`)."""
+        episodes: `arena.review.table.errors_counted_as_wrong`)."""
         summary = summarize_scan(self.scan, self.judge)
-        protocol = (self.info.get("config") or {}).get("protocol")
-        if protocol:
-            summary["protocol"] = protocol
-        if self.info.get("learned_params"):  # what the endpoints refused, and what the run sent instead
-            summary["learned_params"] = self.info["learned_params"]
-            summary["warnings"] = param_lines(self.info["learned_params"])
+        summary["protocol"] = self.info.protocol
+        if self.info.learned_params:  # what the endpoints refused, and what the run sent instead
+            summary["learned_params"] = self.info.learned_params
+            summary["warnings"] = param_lines(self.info.learned_params)
         return summary
 
     @cached_property
@@ -83,12 +93,9 @@ class RunData:
         """Episode id -> its failure labels (`arena.review.failures`)."""
         return taxonomy(self.episodes, self.chosen, self.verdicts, self.tasks)
 
-    def data_source(self) -> DataSource | None:
-        """Where the run's tasks come from (run.json's config), None when it cannot be read back."""
-        try:
-            return DataSource.model_validate(self.info.get("config") or {})
-        except ValueError:
-            return None
+    def data_source(self) -> RunConfig | None:
+        """The run's config, where its tasks come from (None: run.json holds none)."""
+        return self.info.config
 
     @cached_property
     def tasks(self) -> dict[str, Task]:
@@ -98,9 +105,9 @@ class RunData:
         if config is None:
             return {}
         try:
-            datasets = load_datasets(config.data, config.root, config.fmt,
-                                     original_only=config.protocol == "original")
-            if config.protocol == "original":
+            datasets = load_datasets(config.data.path, config.data.root, config.data.fmt,
+                                     original_only=self.info.protocol == "original")
+            if self.info.protocol == "original":
                 apply_original_dataset_rules(datasets)  # the tasks as the run read them
         except (OSError, ValueError) as exc:
             self.notes.append(f"task metadata unavailable: {exc}")
@@ -112,9 +119,6 @@ class RunData:
         return find_episode(self.store, ref)
 
 
-run_judge = judge_of  # the judge a run was scored with (`arena.store.migrate.judge_of`: older runs' rules)
-
-
 def judge_label(judge: str, own: str) -> str:
     return f"{judge} (the run's judge)" if judge == own else f"{judge} (asked; the run's judge: {own})"
 
@@ -123,8 +127,4 @@ def load_run(run_dir: str | Path, judge: str | None = None) -> RunData:
     """A run read back; its verdicts are those of `judge`, by default the judge the run was scored with. The
     caller registers every installed suite first (`arena.cli.common.review_run`): its metrics are part of the run's
     summary."""
-    store = RunStore(run_dir)
-    if not store.exists():
-        raise ValueError(f"{run_dir}: not a run directory (no run.json)")
-    info = store.info()
-    return RunData(store=store, info=info, judge=judge or run_judge(info))
+    return RunData(open_run(run_dir, judge))

@@ -161,7 +161,7 @@ def also_judges(tasks: Iterable[Any], judge: str) -> dict[str, list[str]]:
 def run_judges(config: RunConfig, run_dir: Path, book: PromptBook) -> Judges:
     """The run's judges as the config names them (judge, options, protocol; the run's prompt book `book`, loaded
     once from its prompts file by the workbench; cache in `run_dir`)."""
-    return Judges(config.judge or AUTO, config.judge_options, Path(run_dir) / JUDGE_CACHE, config.protocol,
+    return Judges(config.judge.name or AUTO, config.judge.options, Path(run_dir) / JUDGE_CACHE, config.grid.protocol,
                   prompts=book)
 
 
@@ -201,7 +201,7 @@ class Finisher:
         the prices of its workbench's agents."""
         judges = run_judges(config, Path(run_dir), bench.prompts)
         return cls(judges, also_judges((t for _, t in bench.pairs), judges.name),
-                   agent_prices(bench.agents, config.price), bench.agents, gate, keep_cache=True)
+                   agent_prices(bench.agents, config.stops.price), bench.agents, gate, keep_cache=True)
 
     async def _keep(self, _path: Path, line: bytes) -> None:
         self._cache.append(line)

@@ -32,16 +32,15 @@ def fork_config(run: Run, episode_ref: str, at_round: int, choice: AgentChoice, 
                 judge: str | None = None) -> RunConfig:
     """The configuration of a fork of episode `episode_ref` (id, id prefix or key) of `run` (`arena.store.open_run`;
     anything with its `store`, `run_id` and `find`) at round `at_round`."""
-    try:
-        base = RunConfig.model_validate(run.store.info().get("config") or {})
-    except ValueError:
-        raise ValueError(f"{run.store.run_json}: field config: cannot be read back as a run configuration") from None
+    base = run.store.info().config
+    if base is None:
+        raise ValueError(f"{run.store.run_json}: field config: missing, the run cannot be forked")
     episode = run.find(episode_ref)
     budget = max_rounds or episode.budget.max_rounds
     if at_round > budget:
         raise ValueError(f"--at-round {at_round} is beyond the fork's budget of {budget} rounds")
     who = slug(str(choice.options.get("model") or choice.options.get("id") or choice.agent))
-    forked = base.model_copy(update={
+    return base.updated(**{
         "agent": choice.agent, "agent_options": choice.options, "agents": [],
         "task_ids": [episode.task.id], "limit": None, "settings": [episode.setting], "max_rounds": [budget],
         "repeats": repeats, "prefix_sharing": None,
@@ -50,9 +49,8 @@ def fork_config(run: Run, episode_ref: str, at_round: int, choice: AgentChoice, 
                            prefix_mode=prefix_mode),
         "run_id": run_id or f"{run.run_id}-fork-{episode.id[:8]}-r{at_round}-{who}",
         "out": out or str(run.store.dir.resolve().parent),
-        "judge": judge or base.judge,
+        "judge": judge or base.judge.name,
     })
-    return RunConfig.model_validate(forked.model_dump())
 
 
 def fork_prefix(fork: ForkSource, store: RunStore) -> tuple[list[Step], dict[str, Any], dict[str, Any] | None]:
@@ -73,7 +71,7 @@ def fork_prefix(fork: ForkSource, store: RunStore) -> tuple[list[Step], dict[str
     for step in prefix:
         for blob_id in step.observation.images if step.observation else []:
             store.blobs.put(source.blobs.get(blob_id), blob_id.rsplit(".", 1)[-1])
-    link = {"run_id": source.info().get("run_id"), "run_dir": str(Path(fork.run_dir).resolve()),
+    link = {"run_id": source.info().run_id, "run_dir": str(Path(fork.run_dir).resolve()),
             "episode_id": episode.id, "key": episode.key, "at_round": fork.at_round, "agent": episode.agent}
     request = fork_request(fork, episode.key)
     link["recorded_request"] = request is not None

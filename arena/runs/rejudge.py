@@ -21,11 +21,9 @@ from arena.judges.metrics import AUTO, judge_for, summarize
 from arena.judges.protocols import judged
 from arena.core.prompt_book import PromptBook
 from arena.store.lock import RunLock
-from arena.store.migrate import populations_of
 from arena.store.store import RunStore
 from arena.store.writer import RunWriter, settled
 
-from .config import EndpointLimit
 from .judging import Judges
 from .limits import EndpointGate, endpoint_of
 from .plugins import load_plugins
@@ -60,12 +58,12 @@ async def rejudge(run_dir: str | Path, judge: str, options: dict[str, Any] | Non
 async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, label: str | None, redo: bool,
                    concurrency: int, progress: Callable[[Episode, Verdict], None] | None,
                    on_start: Callable[[int, int], None] | None = None) -> RejudgeResult:
-    limits = store.info().get("config", {}).get("endpoint_limits") or {}
-    gate = EndpointGate({k: EndpointLimit.model_validate(v) for k, v in limits.items()})
+    info = store.info()
+    recorded = info.config
+    gate = EndpointGate(recorded.schedule.endpoint_limits if recorded else {})
     episodes, verdicts = store.episodes(), store.verdicts()
-    recorded = store.info().get("config", {})
-    judges = Judges(judge, options, store.dir / "judge_cache.jsonl", recorded.get("protocol"),
-                    prompts=PromptBook.load(recorded.get("prompts")))  # the run's prompts file, checked again
+    judges = Judges(judge, options, store.dir / "judge_cache.jsonl", info.protocol,
+                    prompts=PromptBook.load(recorded.judge.prompts if recorded else None))  # checked again
     name_of = (lambda e: label) if label else (lambda e: judge_for(e, judge))
     have = {(v.episode_id, v.judge) for v in verdicts if v.error is None}
     todo = [e for e in episodes if judged(e.finish_reason, e.task.suite, judges.protocol)
@@ -74,7 +72,7 @@ async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, labe
     writer = RunWriter()  # verdicts, calls and judge-cache lines written off the event loop, in order
     judges.write_through(writer.append_durable)
     calls = writer.recorder(store.dir, store.blobs.root) \
-        if store.info().get("config", {}).get("transcript", True) else None
+        if recorded is None or recorded.output.transcript else None
     if on_start:
         on_start(len(todo), len(episodes))
 
@@ -99,5 +97,5 @@ async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, labe
     verdicts = store.verdicts()
     counted = label or judge
     return RejudgeResult(judge=counted, scored=len(todo), skipped=len(episodes) - len(todo),
-                         summary=summarize(episodes, verdicts, counted, populations_of(store.info())),
+                         summary=summarize(episodes, verdicts, counted, info.populations()),
                          agreements=agreements(episodes, verdicts))

@@ -33,7 +33,7 @@ from arena.agents.truncation import MARGIN, OLLAMA_REMEDY, CeilingWatch
 from arena.core.dataset import Dataset
 from arena.core.trajectory import Episode, Step, Usage
 from arena.core.verdict import Verdict
-from arena.endpoints.client import LEARNED_PARAMS, learned_params, param_lines, restore_params
+from arena.endpoints.client import LearnedParams, learned_params, param_lines, use_params
 from arena.judges.completeness import PLANNED
 from arena.judges.metrics import AUTO, judge_for_task
 from arena.core.prompt_book import PromptBook, prompts_note
@@ -50,8 +50,9 @@ from .allocator import keep_freed_memory, startup_frozen
 from .backends import Backend, make_backend, prepare_workers
 from .backends.ray_address import ray_address_problem
 from .briefs import EpisodeBrief, VerdictBrief, own_steps
-from .config import RunConfig, slug
+from .config import RunConfig, redacted, slug
 from .finishing import Finished, Finisher, JudgeFailure, also_judges, landed, run_judges, submit
+from .finished import NOTHING_LEFT, left_over, stamp, still_finished
 from .fork import fork_prefix
 from .harness_cost import HarnessMeter
 from .judging import Judges
@@ -126,8 +127,8 @@ def _versions() -> dict[str, str]:  # read once per process: each reads and pars
 
 def data_warnings(bench: Workbench) -> list[str]:
     """What the datasets say about the run's protocol (e.g. frame orders that differ between protocols)."""
-    return [d.meta["protocol_warnings"][bench.config.protocol] for d in bench.datasets
-            if bench.config.protocol in (d.meta.get("protocol_warnings") or {})]
+    return [d.meta["protocol_warnings"][bench.config.grid.protocol] for d in bench.datasets
+            if bench.config.grid.protocol in (d.meta.get("protocol_warnings") or {})]
 
 
 def dataset_record(dataset: Dataset) -> dict[str, Any]:
@@ -162,7 +163,7 @@ def published_requests(bench: Workbench) -> tuple[list[dict[str, Any]], list[str
     fields, their source, and those the agent's explicit options replace ([{field, published, sent}]); with one
     warning line per replaced field (printed when the run starts, kept in `run.json` / `summary.json`)."""
     suites = sorted({t.suite for _, t in bench.pairs if t.layout.sampling or published_request(t.suite)}
-                    if bench.config.protocol == "original" else set())
+                    if bench.config.grid.protocol == "original" else set())
     entries: list[dict[str, Any]] = []
     lines: list[str] = []
     for suite in suites:
@@ -186,6 +187,14 @@ def published_requests(bench: Workbench) -> tuple[list[dict[str, Any]], list[str
     return entries, lines
 
 
+def with_run_cassette(config: RunConfig, store: RunStore) -> RunConfig:
+    """The config with its live-web cassette: `tool_options.cassette`, else `<run dir>/cassettes.sqlite`."""
+    tools = config.tools.model_dump()
+    if tools.get("web", "offline") == "offline" or tools.get("cassette"):
+        return config
+    return config.updated(tools={**tools, "cassette": str(store.dir / "cassettes.sqlite")})
+
+
 def default_run_id(bench: Workbench, config: RunConfig) -> str:
     who = bench.agents[0].id if len(bench.agents) == 1 else f"{len(bench.agents)}-agents"
     return f"{slug(bench.datasets[0].name)}-{slug(who)}-{config.grid_fingerprint()[:8]}"
@@ -199,40 +208,41 @@ async def execute(config: RunConfig, *, progress: Callable[[EpisodeBrief, Verdic
     The run directory is `run_dir` when given (resume in place: a moved or renamed
     run continues where it lies), else `<out>/<run id>`. It is locked for the whole
     run (`arena.store.lock`): a second writer stops at once. With a live-web mode and no
-    `tool_options.cassette`, the cassette is `<run dir>/cassettes.sqlite`. `progress` is called once per episode
-    recorded or judged, with its brief and its verdict's (`arena.runs.briefs`; None: not judged). `on_open` is told
-    the run directory once it is known, before anything is written there."""
+    cassette in the tools' options, the cassette is `<run dir>/cassettes.sqlite`. The config is not changed: what
+    the run resolves (the prompts file's absolute path, the protocol, the cassette) goes into new records, the
+    one run.json keeps. `progress` is called once per episode recorded or judged, with its brief and its verdict's
+    (`arena.runs.briefs`; None: not judged). `on_open` is told the run directory once it is known, before anything
+    is written there."""
     keep_freed_memory()
-    config = config.model_copy(deep=True)
-    if config.prompts:
-        config.prompts = str(Path(config.prompts).resolve())  # workers load it too, wherever they run
-    if config.workers and config.backend != "ray":
+    if config.judge.prompts:  # workers load it too, wherever they run
+        config = config.updated(judge=config.judge.model_copy(update={"prompts": str(Path(config.judge.prompts).resolve())}))
+    if config.schedule.workers and config.schedule.backend != "ray":
         prepare_workers()  # the workers' fork server imports the arena while the data loads
     load_plugins()  # every template registered before the prompts file is checked
-    book = PromptBook.load(config.prompts)  # the whole file checked before anything runs
-    bench = Workbench(config, prompts=book)
+    book = PromptBook.load(config.judge.prompts)  # the whole file checked before anything runs
+    bench = Workbench(config, prompts=book)  # `bench.config`: the protocol resolved
     try:
         with startup_frozen():
-            return await _execute(config, bench, progress=progress, force=force, on_start=on_start, run_dir=run_dir,
-                                  on_open=on_open)
+            return await _execute(bench.config, bench, progress=progress, force=force, on_start=on_start,
+                                  run_dir=run_dir, on_open=on_open)
     finally:
         await bench.aclose()
 
 
 async def _execute(config: RunConfig, bench: Workbench, *, progress, force: bool, on_start,
                    run_dir: str | Path | None, on_open: Callable[[Path], None] | None = None) -> RunResult:
-    run_id = config.run_id or default_run_id(bench, config)
-    store = RunStore(Path(run_dir) if run_dir is not None else Path(config.out) / run_id)
+    run_id = config.output.run_id or default_run_id(bench, config)
+    store = RunStore(Path(run_dir) if run_dir is not None else Path(config.output.out) / run_id)
     if on_open is not None:
         on_open(store.dir)
     judges = run_judges(config, store.dir, bench.prompts)
     also = also_judges((t for _, t in bench.pairs), judges.name)
-    for judge_id in sorted({judge_for_task(task, config.judge or AUTO) for _, task in bench.pairs}
+    for judge_id in sorted({judge_for_task(task, config.judge.name or AUTO) for _, task in bench.pairs}
                            | {j for ids in also.values() for j in ids}):
         judges.get(judge_id)
-    check_judges(lambda task: judges.get(judge_for_task(task, config.judge or AUTO)), [t for _, t in bench.pairs])
-    check_tool_options(config.tool_options, config.settings)
-    if config.backend == "ray" and (problem := ray_address_problem(config.ray_address)):
+    check_judges(lambda task: judges.get(judge_for_task(task, config.judge.name or AUTO)), [t for _, t in bench.pairs])
+    check_tool_options(config.tools, config.grid.settings)
+    if config.schedule.backend == "ray" and (problem := ray_address_problem(config.schedule.ray_address)):
         raise RuntimeError(problem)  # a cluster that cannot be reached: said at once, nothing written
     with RunLock(store.dir, "arena run"):  # checked before: a run that cannot start writes nothing
         return await _execute_locked(config, bench, progress=progress, force=force, on_start=on_start,
@@ -284,8 +294,8 @@ class RunSession:
         # the workers of a killed run this one resumes
         self.writer = RunWriter(files=SharedAppends(store.dir))
         self.backend: Backend | None = None
-        self.judge_name = config.judge or AUTO
-        self.judge_label = endpoint_label(config.judge_options)
+        self.judge_name = config.judge.name or AUTO
+        self.judge_label = endpoint_label(config.judge.options)
         self.tasks: list[asyncio.Future] = []
         self.unwritten: list[str] = []
         self.prefix: list[Step] = []
@@ -307,12 +317,10 @@ class RunSession:
         self.requests, request_warnings = published_requests(bench)
         for line in request_warnings:
             logger.warning("%s", line)
-        tool_extras = config.tool_options.model_extra or {}
-        if tool_extras.get("web", "offline") != "offline" and not tool_extras.get("cassette"):
-            config.tool_options.cassette = str(store.dir / "cassettes.sqlite")
+        config = self.config = bench.config = with_run_cassette(config, store)
         self.info: dict[str, Any] = {
-            "run_id": self.run_id, "fingerprint": config.grid_fingerprint(), "judge": config.judge or AUTO,
-            "config": config.redacted(),
+            "run_id": self.run_id, "fingerprint": config.grid_fingerprint(), "judge": config.judge.name or AUTO,
+            "config": redacted(config).model_dump(mode="json"),
             "agent": bench.agents[0].describe(), "agents": [a.describe() for a in bench.agents],
             "datasets": [dataset_record(d) for d in bench.datasets],
             "versions": versions(), "git": git_hash(),
@@ -324,34 +332,33 @@ class RunSession:
             self.info["published_requests"] = self.requests
         store.open(self.info, force=force)
         store.use_appender(self.writer.files)  # every record of the run is appended by the writer's thread
-        if config.fork is not None:
-            self.prefix, self.link, self.resend = fork_prefix(config.fork, store)
+        if config.grid.fork is not None:
+            self.prefix, self.link, self.resend = fork_prefix(config.grid.fork, store)
             store.update_info({"forked_from": self.link})
         recorded = store.info()
-        self.learned: dict[str, Any] = recorded.get("learned_limits") or {}
-        LEARNED_PARAMS.clear()  # the fields this run's endpoints refused: from run.json, then as learned
-        restore_params(recorded.get("learned_params"))
+        self.learned: dict[str, Any] = dict(recorded.learned_limits)
+        use_params(LearnedParams(recorded.learned_params))  # what this run's endpoints refused: run.json's, then new
         self.params = learned_params()
         for agent in bench.agents:
             agent.apply_limits(self.learned.get(agent.id) or {})
         self.judges.write_through(self.writer.append_durable)
-        self.prices = agent_prices(bench.agents, config.price)
-        self.calls = self.writer.recorder(store.dir, store.blobs.root) if config.transcript else None
+        self.prices = agent_prices(bench.agents, config.stops.price)
+        self.calls = self.writer.recorder(store.dir, store.blobs.root) if config.output.transcript else None
         self.finisher = Finisher(self.judges, self.also, self.prices, bench.agents, bench.gate)
         self.backend = make_backend(config, bench, self.run_id, store, self.writer, self.finisher, self.calls)
         self.finisher.gate = self.backend.gate  # judge calls made here share the agents' limits
-        kind = "ray" if config.backend == "ray" else "workers" if config.workers else "asyncio"
-        self.meter = HarnessMeter(kind, (config.ray_workers if kind == "ray" else config.workers) or 0)
-        self.stops = RunStops(threshold=config.fail_fast or 10**9, max_cost=config.max_cost,
+        kind = "ray" if config.schedule.backend == "ray" else "workers" if config.schedule.workers else "asyncio"
+        self.meter = HarnessMeter(kind, (config.schedule.ray_workers if kind == "ray" else config.schedule.workers) or 0)
+        self.stops = RunStops(threshold=config.stops.fail_fast or 10**9, max_cost=config.stops.max_cost,
                               endpoints={a.id: endpoint_label(a.describe()) for a in bench.agents})
-        self.slots = RunSlots(config.concurrency)
+        self.slots = RunSlots(config.schedule.concurrency)
 
     # -- phase 2: plan ---------------------------------------------------------------------------------------
 
     def plan(self) -> Work:
         """The grid's families, what of it is done (errored episodes, and with --retry-errors every failed one,
         are played again) and the done episodes still lacking the run judge's verdict."""
-        retried = FAILED if self.config.retry_errors else ("error",)
+        retried = FAILED if self.config.output.retry_errors else ("error",)
         self.done = {key: entry for key, entry in self.store.index().latest().items() if entry.finish not in retried}
         families = plan_families(self.bench)
         self.verdicts_done = self.store.verdict_pairs()
@@ -360,7 +367,7 @@ class RunSession:
                     and (entry.id, judge_for_task(entry, self.judge_name)) not in self.verdicts_done]
         missing = sum(1 for f in families for c in f.cells if c.key not in self.done)
         work = Work(families, self.done, unjudged, missing)
-        if self.store.info().get(PLANNED) != work.grid:  # what screens of an unfinished run count against
+        if self.store.info().planned_episodes != work.grid:  # what screens of an unfinished run count against
             self.store.update_info({PLANNED: work.grid})
         return work
 
@@ -459,9 +466,9 @@ class RunSession:
         head, rest = family.cells[0], family.cells[1:]
         if not family.shared:
             if head.key not in done:
-                meta = {"forked_from": self.link} if config.fork is not None else {}
+                meta = {"forked_from": self.link} if config.grid.fork is not None else {}
                 await self.play(head.job(prefix=self.prefix, meta=meta,
-                                         prefix_mode=config.fork.prefix_mode if config.fork else "reuse"),
+                                         prefix_mode=config.grid.fork.prefix_mode if config.grid.fork else "reuse"),
                                 self.resend)
             return
         todo = [c for c in rest if c.key not in done]
@@ -490,23 +497,25 @@ class RunSession:
         self.unwritten.extend(writer.problems)
         scan = scan_run(store)
         summary = summarize_scan(scan, self.judge_name)
-        summary.update({"run_id": self.run_id, PLANNED: work.grid, "protocol": config.protocol,
+        summary.update({"run_id": self.run_id, PLANNED: work.grid, "protocol": config.grid.protocol,
                         "judges": self.judges.describe(),
                         "model_calls": model_call_counts_scan(scan), "prompts": self.prompts_record()})
-        note = prompts_note(summary["prompts"]) if config.protocol == "original" else None
+        note = prompts_note(summary["prompts"]) if config.grid.protocol == "original" else None
         if note:
             summary["prompts_note"] = note
         recorded = set(scan.cols.get("key", ()))  # the scan already holds the index's keys
         result = RunResult(run_dir=store.dir, run_id=self.run_id, summary=summary, ran=work.missing,
                            sizes=store.sizes(), grid=work.grid, unwritten=self.unwritten, stopped=self.stops.message,
                            unrecorded=sum(1 for f in work.families for c in f.cells if c.key not in recorded))
+        if not self.stops.message and not left_over(scan, work.families, self.judge_name):
+            summary["finished"] = stamp(result.sizes, work.families, self.judge_name)
         warnings = list(self.info["warnings"])
         if work.missing or work.unjudged or not store.summary_path.is_file():
             truncation = add_costs(summary, scan, self.prices)
             warnings += truncation
-            if truncation and store.info().get("truncation") != truncation:
+            if truncation and getattr(store.info(), "truncation", None) != truncation:
                 store.update_info({"truncation": truncation})  # run.json says it too (a server cutting prompts)
-            add_judge_usage(summary, store.verdicts_path, result.sizes[1], price_of(config.judge_options.get("model")))
+            add_judge_usage(summary, store.verdicts_path, result.sizes[1], price_of(config.judge.options.get("model")))
         else:  # nothing new was played or judged: the figures read from trajectories are those of last time
             previous = json.loads(store.summary_path.read_text())
             summary.update({k: previous[k] for k in ("cost", "judge_cost", "judge_tokens") if k in previous})
@@ -625,6 +634,28 @@ def add_judge_usage(summary: dict[str, Any], path: Path, upto: int, price: tuple
     if total is not None:
         summary["judge_tokens"] = total.model_dump()
         summary["judge_cost"] = usage_cost(total, price)
+
+
+async def confirm_finished(config: RunConfig, run_dir: Path) -> RunResult | None:
+    """The result of resuming `run_dir` with `config` when the run is finished and unchanged since (its summary's
+    `finished` stamp holds, `arena.runs.finished`): nothing is played, judged or written, and the summary is the one
+    on disk. None when there may be something to do (then `execute`)."""
+    store = RunStore(run_dir)
+    if not store.summary_path.is_file() or config.output.retry_errors:
+        return None
+    summary = json.loads(store.summary_path.read_text())
+    bench = Workbench(config)
+    try:
+        families = plan_families(bench)
+        with RunLock(store.dir, "arena resume"):
+            sizes = store.sizes()
+            if not still_finished(summary.get("finished"), sizes, families, config.judge.name or AUTO):
+                return None
+    finally:
+        await bench.aclose()
+    logger.info("%s: %s", run_dir, NOTHING_LEFT)
+    return RunResult(run_dir=store.dir, run_id=store.info().run_id or store.dir.name, summary=summary, ran=0,
+                     grid=grid_size(families), sizes=sizes)
 
 
 def run(config: RunConfig, **kwargs: Any) -> RunResult:

@@ -47,19 +47,19 @@ class Family:
 
 def plan(bench: Workbench) -> list[Family]:
     config = bench.config
-    budgets = sorted(set(config.max_rounds), reverse=True)
+    budgets = sorted(set(config.grid.max_rounds), reverse=True)
     shared = config.shares_prefixes()
     families: list[Family] = []
     for dataset, task in bench.pairs:
         index = bench.dataset_index(dataset)
-        for setting in config.settings:
-            for repeat in range(config.repeats):
+        for setting in config.grid.settings:
+            for repeat in range(config.grid.repeats):
                 for agent_index, agent in enumerate(bench.agents):
                     cells = []
                     for max_rounds in budgets:
                         key = episode_key(task.id, setting, max_rounds, repeat, agent.id)
                         cells.append(Cell(index, task, setting, max_rounds, repeat, agent_index, key,
-                                          episode_seed(config.seed, key)))
+                                          episode_seed(config.grid.seed, key)))
                     if shared:
                         families.append(Family(cells, shared=True))
                     else:

@@ -54,13 +54,13 @@ class EpisodeJob(BaseModel):
 
 def select_tasks(datasets: list[Dataset], config: RunConfig) -> list[tuple[Dataset, Any]]:
     pairs = [(ds, task) for ds in datasets for task in ds.tasks]
-    if config.task_ids:
-        wanted = set(config.task_ids)
+    if config.data.task_ids:
+        wanted = set(config.data.task_ids)
         pairs = [(ds, t) for ds, t in pairs if t.id in wanted]
         missing = wanted - {t.id for _, t in pairs}
         if missing:
             raise ValueError(f"task id(s) not in the data: {', '.join(sorted(missing))}")
-    for field, wanted in (("level", config.levels), ("category", config.categories), ("suite", config.suites)):
+    for field, wanted in (("level", config.data.levels), ("category", config.data.categories), ("suite", config.data.suites)):
         if wanted:
             values = {str(getattr(t, field)) for _, t in pairs}
             unknown = sorted(set(wanted) - values)
@@ -68,8 +68,8 @@ def select_tasks(datasets: list[Dataset], config: RunConfig) -> list[tuple[Datas
                 raise ValueError(f"--{field} {', '.join(unknown)}: no task has it; the tasks' {field} values: "
                                  f"{', '.join(sorted(values))}")
             pairs = [(ds, t) for ds, t in pairs if str(getattr(t, field)) in set(wanted)]
-    if config.limit:
-        pairs = pairs[: config.limit]
+    if config.data.limit:
+        pairs = pairs[: config.data.limit]
     return pairs
 
 
@@ -77,11 +77,11 @@ def build_tools(config: RunConfig) -> dict[str, list[Tool]]:
     """One instance per tool for the whole run, shared by every setting that names it."""
     built: dict[str, Tool] = {}
     per_setting = {}
-    for setting in config.settings:
+    for setting in config.grid.settings:
         names = setting_tools(setting)
         for name in names:
             if name not in built:
-                built[name] = TOOLS[name](config.tool_options)
+                built[name] = TOOLS[name](config.tools)
         per_setting[setting] = [built[n] for n in names]
     return per_setting
 
@@ -95,45 +95,48 @@ def distinct(per_setting: dict[str, list[Tool]]) -> list[Tool]:
     return list(unique.values())
 
 
-def apply_original_budget(config: RunConfig) -> None:
-    """Under `--protocol original`: no extra final-answer turn, unless the run's budget asks for one explicitly."""
-    budget = config.budget
-    if "final_answer_turn" not in budget.model_fields_set:
-        budget.final_answer_turn = False
+def with_protocol(config: RunConfig, datasets: list[Dataset]) -> RunConfig:
+    """The config with its protocol resolved (none given: by the data, `default_protocol`); under `original` no extra
+    final-answer turn, unless the run's budget asks for one explicitly. The given config is left as it is."""
+    protocol = config.grid.protocol or default_protocol([bool(d.meta.get("published")) for d in datasets])
+    limits = config.limits
+    if protocol == "original" and "final_answer_turn" not in limits.model_fields_set:
+        limits = limits.model_copy(update={"final_answer_turn": False})
+    return config.model_copy(update={"grid": config.grid.model_copy(update={"protocol": protocol}),
+                                     "limits": limits})
 
 
 class Workbench:
     """Datasets, agents (wrapped by the endpoint gate), tools and prompt book of one run.
 
     The prompt book is the run's `--prompts` file over the arena's wording (`arena.core.prompt_book`): given by the
-    driver, or loaded from `config.prompts` (a worker process rebuilding the Workbench from the run's config); every
-    episode's agent requests take their templates' texts from it."""
+    driver, or loaded from `config.judge.prompts` (a worker process rebuilding the Workbench from the run's
+    config); every episode's agent requests take their templates' texts from it."""
 
     def __init__(self, config: RunConfig, gate: Gate | None = None, prompts: PromptBook | None = None):
         load_plugins()
         self.config = config
-        self.prompts = prompts if prompts is not None else PromptBook.load(config.prompts)
-        self.datasets: list[Dataset] = load_datasets(config.data, config.root, config.fmt,
-                                                     original_only=config.protocol != "arena")
-        if config.corpus:
+        self.prompts = prompts if prompts is not None else PromptBook.load(config.judge.prompts)
+        self.datasets: list[Dataset] = load_datasets(config.data.path, config.data.root, config.data.fmt,
+                                                     original_only=config.grid.protocol != "arena")
+        if config.data.corpus:
             for dataset in self.datasets:
-                dataset.corpus = Path(config.corpus).resolve()
-        if config.protocol is None:
-            config.protocol = default_protocol([bool(d.meta.get("published")) for d in self.datasets])
-        if config.protocol == "arena":
+                dataset.corpus = Path(config.data.corpus).resolve()
+        config = self.config = with_protocol(config, self.datasets)
+        """The run's config as played: its protocol resolved (`with_protocol`)."""
+        if config.grid.protocol == "arena":
             refuse_original_only(self.datasets)
-        if config.protocol == "original":
-            apply_original_budget(config)
+        if config.grid.protocol == "original":
             apply_original_dataset_rules(self.datasets)
         self.pairs: list[tuple[Dataset, Task]] = select_tasks(self.datasets, config)
-        self.gate = gate or EndpointGate(config.endpoint_limits)
+        self.gate = gate or EndpointGate(config.schedule.endpoint_limits)
         self.agents: list[Agent] = []
         for choice in config.agent_choices():
             if choice.agent not in AGENTS:
                 raise ValueError(f"unknown agent {choice.agent!r}{did_you_mean(choice.agent, AGENTS)}; known: {', '.join(sorted(AGENTS))}")
             options = dict(choice.options)
             if "pool_size" not in options and "pool_size" in inspect.signature(AGENTS[choice.agent]).parameters:
-                options["pool_size"] = config.concurrency  # connections sized to the episodes in flight
+                options["pool_size"] = config.schedule.concurrency  # connections sized to the episodes in flight
             agent = call_with_options(AGENTS[choice.agent], options, f"agent {choice.agent!r}")
             self.agents.append(LimitedAgent(agent, self.gate, endpoint_of(choice.options)))
         ids = [a.id for a in self.agents]
@@ -159,7 +162,7 @@ class Workbench:
         async with self._opening:
             if self._resources is not None:
                 return
-            self._resources = RunResources(self.config.tool_options)
+            self._resources = RunResources(self.config.tools)
             for tool in distinct(self.tools_by_setting):
                 await tool.open(self._resources)
 
@@ -168,11 +171,11 @@ class Workbench:
 
     def spec(self, job: EpisodeJob, run_id: str) -> EpisodeSpec:
         dataset, task = self._tasks[(job.dataset, job.task_id)]
-        budget = self.config.budget.model_copy(update={"max_rounds": job.max_rounds})
+        budget = self.config.limits.model_copy(update={"max_rounds": job.max_rounds})
         agent = self.agents[job.agent]
-        rule = original_turn_rule(task.suite) if self.config.protocol == "original" and agent.text_protocol \
+        rule = original_turn_rule(task.suite) if self.config.grid.protocol == "original" and agent.text_protocol \
             else None
-        if rule is not None and "on_invalid" not in self.config.budget.model_fields_set:
+        if rule is not None and "on_invalid" not in self.config.limits.model_fields_set:
             budget.on_invalid = "stop"  # a turn the published pipeline fails on ends the episode
         prompting = self.prompting(dataset)
         return EpisodeSpec(run_id=run_id, task=task, dataset=dataset, agent=self.agents[job.agent],
@@ -186,14 +189,14 @@ class Workbench:
         instruction = self.prompts.format(dataset.format_template) if dataset.format_template \
             else dataset.format_instruction
         return Prompting(system_prompt=dataset.system_prompt, format_instruction=instruction,
-                         show_budget=self.config.show_budget, prompts=self.prompts,
-                         answer_form_required=self.config.protocol == "arena")
+                         show_budget=self.config.grid.show_budget, prompts=self.prompts,
+                         answer_form_required=self.config.grid.protocol == "arena")
 
     def prompt_templates(self) -> list[str]:
         """The prompt templates the run's agent requests use (per agent, dataset, task layout and setting), and the
         datasets' own format templates (run.json records their wording)."""
-        tools = {bool(setting_tools(setting)) for setting in self.config.settings}
-        final_turn = self.config.budget.final_answer_turn
+        tools = {bool(setting_tools(setting)) for setting in self.config.grid.settings}
+        final_turn = self.config.limits.final_answer_turn
         names: set[str] = set()
         layouts: dict[tuple[int, str], tuple[Dataset, Task]] = {}
         for dataset, task in self.pairs:

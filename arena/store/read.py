@@ -8,11 +8,12 @@
     run.calls(episode.key)                   # the model calls of an episode, requests rebuilt exactly
     run.blob(episode.images[0])              # a stored image's bytes
     run.frame()                              # pandas: one row per episode with the verdict that counts
-    run.populations("mmir")                  # the questions of each file the suite's figures divide by
+    run.populations(suite)                   # the questions of each file the suite's figures divide by
 
 A run can be read while it is being written: what is read is what was whole on disk at that moment. Reading
 writes nothing but a repaired episode index (`episodes.idx`, a cache), and only when the run's lock is free. It loads no Ray, no plug-in, no agent, tool or suite: only the
-records, the index and (for `frame`) pandas. Older runs read as `arena.store.migrate` says.
+records, the index and (for `frame`) pandas. Older runs read as `arena.store.migrate` says (applied by the records
+themselves).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict, judge_for_task
 
 from .calls import read_calls
-from .migrate import judge_of, populations_of
 from .records import RunInfo
 from .scan import RunScan, TaskJudge, reader_index, scan_run
 from .store import RunStore, read_records
@@ -90,7 +90,7 @@ class Run:
         """The population records of the run's datasets of `suite` (run.json `datasets[].population`: the questions
         of each file, per group, that the suite's figures divide by under `--protocol original`, also those the run
         did not play); empty for `--protocol arena` runs and runs recorded before they were kept."""
-        return populations_of(self.info.model_dump()).get(suite, [])
+        return self.info.populations().get(suite, [])
 
     def scan(self) -> RunScan:
         """The run's columns (`arena.store.scan`), read once per `Run`."""
@@ -157,4 +157,4 @@ def open_run(path: str | Path, judge: str | None = None) -> Run:
     if not store.exists():
         raise ValueError(f"{path}: not a run directory (no run.json)")
     info = store.info()
-    return Run(store, RunInfo.model_validate(info), judge or judge_of(info))
+    return Run(store, info, judge or info.judge)

@@ -16,22 +16,28 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from arena.core.tool import ToolOptions
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 
-FORMAT_VERSION = 2
-"""1: records before versioning (run.json `version` 1, episode lines without `format`); 2: `format` on episode
-lines, `version` 2 in run.json (nothing else changed: a format-1 run reads as it always did)."""
+from .migrate import DEFAULT_JUDGE, DEFAULT_PROTOCOL, upgrade_run_info
+from .run_config import AgentChoice, EndpointLimit, ForkSource, RunConfig
 
-__all__ = ["FORMAT_VERSION", "RunInfo", "Episode", "Verdict", "CallRecord", "DataSource", "SummaryGroup",
-           "HarnessCost", "RunSummary"]
+FORMAT_VERSION = 3
+"""1: records before versioning (run.json `version` 1, episode lines without `format`); 2: `format` on episode
+lines, `version` 2 in run.json (nothing else changed: a format-1 run reads as it always did); 3: run.json's
+`config` in sections (`RunConfig`; a flat config of formats 1 and 2 is read into them, `arena.store.migrate`)."""
+
+__all__ = ["FORMAT_VERSION", "RunInfo", "RunConfig", "AgentChoice", "EndpointLimit", "ForkSource", "Episode",
+           "Verdict", "CallRecord", "SummaryGroup", "HarnessCost", "RunSummary"]
 
 
 class RunInfo(BaseModel):
-    """run.json: a run's identity and configuration (API keys never stored, base URLs redacted)."""
+    """run.json: a run's identity and configuration (API keys never stored, base URLs redacted).
+
+    Read in any format: `arena.store.migrate.upgrade_run_info` runs before validation, so every reader sees the
+    current fields (`judge` always set, `config` in sections with its `protocol` set)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -39,9 +45,11 @@ class RunInfo(BaseModel):
     """The format the run directory was created or last reopened with (1: before versioning)."""
     run_id: str | None = None
     fingerprint: str | None = None
-    judge: str | None = None
+    judge: str = DEFAULT_JUDGE
     """The judge the run is scored with ("auto": each task's own); what summary, report, view and export show."""
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: RunConfig | None = None
+    """The run's configuration as it was resolved when the run last started (redacted); None only in a record
+    written without one."""
     agent: dict[str, Any] = Field(default_factory=dict)
     agents: list[dict[str, Any]] = Field(default_factory=list)
     datasets: list[dict[str, Any]] = Field(default_factory=list)
@@ -50,21 +58,35 @@ class RunInfo(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     created: str | None = None
     resumed: int = 0
+    prompts: dict[str, Any] | None = None
+    """The prompts file and the wording of each template the run's requests used (`PromptBook.run_record`)."""
+    learned_limits: dict[str, Any] = Field(default_factory=dict)
+    """Per agent id, the limits learned from its endpoint's errors (e.g. images per request)."""
+    learned_params: dict[str, Any] = Field(default_factory=dict)
+    """Per endpoint, the request fields it refused and what the run sent instead (`arena.endpoints.client`)."""
+    forked_from: dict[str, Any] | None = None
+    """A fork's source: run id and directory, episode, key, round, agent (`arena.runs.fork.fork_prefix`)."""
+    planned_episodes: int | None = Field(None, ge=0)
+    """The grid's episode count (tasks x settings x budgets x repeats x agents) as the runner last planned it: what
+    the screens of an unfinished run count the episodes never played against (None: recorded before it was kept)."""
 
+    _upgrade = model_validator(mode="before")(upgrade_run_info)
 
-class DataSource(BaseModel):
-    """Where a run's tasks come from, as its run.json config records it (the fields reviewing needs to load the
-    tasks again, or replay an episode's tools against its world; the whole config is `arena.runs.config.RunConfig`).
-    """
+    @property
+    def protocol(self) -> str:
+        """The protocol the run followed (runs recorded before --protocol followed the arena's)."""
+        return (self.config.grid.protocol if self.config else None) or DEFAULT_PROTOCOL
 
-    model_config = ConfigDict(extra="ignore")
-
-    data: str
-    root: str | None = None
-    fmt: str | None = None
-    corpus: str | None = None
-    protocol: str | None = None
-    tool_options: ToolOptions = Field(default_factory=ToolOptions)
+    def populations(self) -> dict[str, list[dict[str, Any]]]:
+        """Suite name -> the population records of the run's datasets (`datasets[].population`: the questions of a
+        dataset's file, counted as the suite's published evaluator counts them; each names its `suite`). A dataset
+        entry without one (runs before it was kept, `--protocol arena` runs, generated worlds) adds nothing."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for entry in self.datasets:
+            population = entry.get("population")
+            if isinstance(population, dict) and population.get("suite"):
+                out.setdefault(str(population["suite"]), []).append(population)
+        return out
 
 
 class CallRecord(BaseModel):

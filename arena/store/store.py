@@ -114,8 +114,10 @@ class RunStore:
     def exists(self) -> bool:
         return self.run_json.is_file()
 
-    def open(self, info: dict[str, Any], *, force: bool = False) -> None:
+    def open(self, info: dict[str, Any] | RunInfo, *, force: bool = False) -> None:
         """Create the run, or reopen it after checking that its grid is the same."""
+        if isinstance(info, RunInfo):
+            info = info.model_dump(mode="json")
         self.dir.mkdir(parents=True, exist_ok=True)
         if self.exists():
             old = _read_json(self.run_json)
@@ -132,13 +134,14 @@ class RunStore:
             repair_torn_tail(path)
         self._index = None
 
-    def info(self) -> dict[str, Any]:
-        """run.json, checked against `RunInfo` (an error names the file and field)."""
-        return _checked(RunInfo, _read_json(self.run_json), self.run_json)
+    def info(self) -> RunInfo:
+        """run.json read as `RunInfo` (older formats read into the current fields; an error names file and field)."""
+        return _validated(RunInfo, _read_json(self.run_json), self.run_json)
 
     def update_info(self, fields: dict[str, Any]) -> None:
         """Merge `fields` into run.json (atomically)."""
-        self._write_json(self.run_json, {**self.info(), **fields})
+        self._write_json(self.run_json, _checked(RunInfo, {**self.info().model_dump(mode="json"), **fields},
+                                                 self.run_json))
 
     def _write_json(self, path: Path, data: dict[str, Any]) -> None:
         tmp = path.with_suffix(".tmp")
@@ -249,8 +252,13 @@ class RunStore:
 
 def _checked(model: type[BaseModel], data: dict[str, Any], path: Path) -> dict[str, Any]:
     """`data` validated as `model` (defaults filled in, the record version set), as plain JSON data."""
+    return _validated(model, data, path).model_dump(mode="json")
+
+
+def _validated(model: type[M], data: dict[str, Any], path: Path) -> M:
+    """`data` validated as `model`; an error names the file and the field."""
     try:
-        return model.model_validate(data).model_dump(mode="json")
+        return model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "(document)"

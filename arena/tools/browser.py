@@ -26,7 +26,7 @@ paths relative to the dataset root, in trajectory order) and need no page.
 
 Resources: one Chromium per tool instance (i.e. per worker process), launched
 on first use and closed by `aclose()`; one isolated browser context per episode,
-keyed by the episode's image list (`ctx.images`, one list object per episode).
+keyed by the episode's id (`ctx.episode`).
 `end_episode(ctx)` closes an episode's context; at most `browser_max_sessions`
 contexts stay open (least recently used closed first), which bounds resources
 when the episode loop does not call `end_episode`.
@@ -94,9 +94,8 @@ class BrowserArgs(BaseModel):
 
 @dataclass
 class _Episode:
-    """Browser state of one episode. `anchor` is the episode's image list (kept alive so its id stays unique)."""
+    """Browser state of one episode."""
 
-    anchor: list
     task_id: str
     site: Path | None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -163,7 +162,7 @@ class BrowserTool(Tool):
         super().__init__(options)
         self._chromium = SharedChromium()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._episodes: OrderedDict[int, _Episode] = OrderedDict()
+        self._episodes: OrderedDict[str, _Episode] = OrderedDict()
 
     def option(self, name: str, default: Any) -> Any:
         value = getattr(self.options, name, None)
@@ -192,10 +191,10 @@ class BrowserTool(Tool):
 
     def _episode(self, ctx: ToolContext) -> _Episode:
         self._check_loop()
-        key = id(ctx.images)
+        key = ctx.episode
         state = self._episodes.get(key)
-        if state is None or state.anchor is not ctx.images:
-            state = _Episode(anchor=ctx.images, task_id=ctx.task.id, site=site_dir(ctx))
+        if state is None:
+            state = _Episode(task_id=ctx.task.id, site=site_dir(ctx))
             self._episodes[key] = state
             limit = int(self.option("browser_max_sessions", 16))
             while len(self._episodes) > limit:
@@ -206,8 +205,8 @@ class BrowserTool(Tool):
 
     async def end_episode(self, ctx: ToolContext) -> None:
         """Close the episode's browser context (call once the episode is over)."""
-        state = self._episodes.pop(id(ctx.images), None)
-        if state is not None and state.anchor is ctx.images:
+        state = self._episodes.pop(ctx.episode, None)
+        if state is not None:
             await state.close()
 
     async def aclose(self) -> None:

@@ -353,6 +353,19 @@ def grouped(rows: Iterable[list[Any]], tasks: list[list[Any]], strings: list[str
     return sorted(rows, key=lambda r: (str(tasks[r[0]][0]), strings[r[1]], r[2], r[3], strings[r[4]]))
 
 
+def failure_table(runs: list[RunData], groups: list[dict[str, Counter]], sizes: list[dict[str, list[int]]]) -> Table:
+    """The failure taxonomy per (agent, setting, N) group of each run: episodes, correct, and episodes per label."""
+    rows = []
+    for run, run_groups, run_sizes in zip(runs, groups, sizes):
+        for name, counts in sorted(run_groups.items()):
+            label = f"{run.run_id}: {name}" if len(runs) > 1 else name
+            episodes, correct = run_sizes[name]
+            rows.append([label.replace(" | ", " · "), str(episodes), str(correct),
+                         *(str(counts.get(k, 0)) for k in LABELS)])
+    return Table("Failure taxonomy (episodes per label)",
+                 ["group", "episodes", "correct", *(SHORT_LABELS[label] for label in LABELS)], rows)
+
+
 def stream_viewer(runs: list[RunData], sink: Sink, shard_episodes: int = SHARD_EPISODES) -> ViewerBuild:
     """One pass over every run's current episodes (in forked workers when the run is large and the page has a
     shard directory): episode shards, failure labels and the page's index."""
@@ -420,15 +433,7 @@ def stream_viewer(runs: list[RunData], sink: Sink, shard_episodes: int = SHARD_E
             pool.terminate()
             pool.join()
     written += sink.shard("p", 0, episode_ids)  # for permalinks: loaded only when the page is opened at #ep=<id>
-    failure_rows = []
-    for run, run_groups, run_sizes in zip(runs, groups, sizes):
-        for name, counts in sorted(run_groups.items()):
-            label = f"{run.run_id}: {name}" if len(runs) > 1 else name
-            episodes, correct = run_sizes[name]
-            failure_rows.append([label.replace(" | ", " · "), str(episodes), str(correct),
-                                 *(str(counts.get(k, 0)) for k in LABELS)])
-    failures = Table("Failure taxonomy (episodes per label)",
-                     ["group", "episodes", "correct", *(SHORT_LABELS[label] for label in LABELS)], failure_rows)
+    failures = failure_table(runs, groups, sizes)
     notes = "".join(f"<p class=note>{html.escape(n)}</p>" for r in runs for n in r.notes)
     index = {"runs": [{"id": r.run_id, "judge": r.judge, "judgeLabel": r.judge_label, "agents": sorted(a)}
                       for r, a in zip(runs, agents)],

@@ -62,12 +62,12 @@ def make_backend(config: RunConfig, bench: Workbench, run_id: str, store: RunSto
     """The backend the configuration asks for: Ray (`backend: ray`), worker processes (`workers`, each finishing
     its episodes with a finisher of its own), else asyncio (episodes finished by the driver's `finisher`, judge calls
     recorded by `calls`)."""
-    if config.backend == "ray":
-        if config.workers:
+    if config.schedule.backend == "ray":
+        if config.schedule.workers:
             raise ValueError("--workers runs local worker processes under the asyncio backend; with --backend ray "
                              "give --ray-workers")
         return RayBackend(config, run_id, store, writer, bench.agents)
-    if config.workers:
+    if config.schedule.workers:
         return WorkerBackend(config, run_id, store, writer, bench.gate, bench.agents)
     return LocalBackend(bench, run_id, store, writer, finisher, calls)
 

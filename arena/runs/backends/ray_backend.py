@@ -115,7 +115,7 @@ async def play_finished(bench: Workbench, finisher: Finisher, job_json: str, run
     job = EpisodeJob.model_validate_json(job_json)
     lines: list[bytes] = []
     calls = (TranscriptWriter(Path("."), store, append=lambda _path, line: lines.append(line))
-             if bench.config.transcript else None)
+             if bench.config.output.transcript else None)
     with transcript.scope(calls, job.key, "agent", resend):
         episode = await bench.play(job, run_id, store)
     finished = await finisher.finish(episode, store, calls)
@@ -152,8 +152,9 @@ async def receive(store: RunStore, writer: RunWriter, agents: list[Any], finishe
 
 def shipped_config(config: RunConfig) -> str:
     """The run's config as JSON for workers, its data paths made absolute."""
-    paths = {"data": config.data, "root": config.root, "corpus": config.corpus, "prompts": config.prompts}
-    return config.model_copy(update={k: str(Path(v).resolve()) for k, v in paths.items() if v}).model_dump_json()
+    paths = {"data": config.data.path, "root": config.data.root, "corpus": config.data.corpus,
+             "prompts": config.judge.prompts}
+    return config.updated(**{k: str(Path(v).resolve()) for k, v in paths.items() if v}).model_dump_json()
 
 
 class GateActor:
@@ -200,7 +201,7 @@ class EpisodeWorker:
         self.run_blobs = TaskFileBlobs(blobs_root) if blobs_root is not None else None
         config = RunConfig.model_validate_json(config_json)
         self.run_id = run_id
-        self.bench = Workbench(config, gate=RemoteGate(gate, config.endpoint_limits) if gate is not None else None)
+        self.bench = Workbench(config, gate=RemoteGate(gate, config.schedule.endpoint_limits) if gate is not None else None)
         apply_learned(self.bench.agents, learned)
         self.finisher = Finisher.for_bench(config, self.bench, self.bench.gate, run_dir)
         # sharing the run directory, the actor appends its episodes' records itself
@@ -244,25 +245,25 @@ class RayBackend:
         if not ray.is_initialized():
             options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                        "runtime_env": ray_runtime_env()}
-            if config.ray_address in ("auto", "local"):
-                ray.init(address=config.ray_address, **options)
-            elif config.ray_address:  # reachable (checked before the run opened), given JOIN_DEADLINE to answer
-                join_cluster(ray, config.ray_address, options)
+            if config.schedule.ray_address in ("auto", "local"):
+                ray.init(address=config.schedule.ray_address, **options)
+            elif config.schedule.ray_address:  # reachable (checked before the run opened), given JOIN_DEADLINE to answer
+                join_cluster(ray, config.schedule.ray_address, options)
             else:
-                ray.init(num_cpus=config.ray_workers or os.cpu_count() or 1, **options)
+                ray.init(num_cpus=config.schedule.ray_workers or os.cpu_count() or 1, **options)
                 self.owns_cluster = True
         self.workers: list[Any] = []
         self.gate_actor = None
         try:
-            workers = config.ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-            limits = {k: v.model_dump() for k, v in config.endpoint_limits.items()}
+            workers = config.schedule.ray_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+            limits = {k: v.model_dump() for k, v in config.schedule.endpoint_limits.items()}
             self.gate_actor = ray.remote(GateActor).options(num_cpus=0).remote(limits) if limits else None
-            self.gate = (RemoteGate(self.gate_actor, config.endpoint_limits) if self.gate_actor is not None
+            self.gate = (RemoteGate(self.gate_actor, config.schedule.endpoint_limits) if self.gate_actor is not None
                          else EndpointGate({}))
-            worker_cls = ray.remote(EpisodeWorker).options(num_cpus=0, max_concurrency=max(1, config.concurrency))
+            worker_cls = ray.remote(EpisodeWorker).options(num_cpus=0, max_concurrency=max(1, config.schedule.concurrency))
             learned = {a.id: a.learned_limits() for a in agents}
             # a local instance shares the run directory, and so does a cluster that mounts it on every node
-            shared = not config.ray_address or config.ray_shared_dir
+            shared = not config.schedule.ray_address or config.schedule.ray_shared_dir
             self.blobs_root = str(store.blobs.root) if shared else None
             self.workers = [worker_cls.remote(shipped_config(config), run_id, self.gate_actor, learned,
                                               self.blobs_root, str(store.dir)) for _ in range(workers)]

@@ -238,7 +238,7 @@ async def _serve(config_json: str, run_id: str, jobs: Any, results: Any, worker:
                  watch: DriverWatch | None = None, run_dir: str | None = None) -> None:
     loop = asyncio.get_running_loop()
     config = RunConfig.model_validate_json(config_json)
-    gate = DriverGate(EndpointGate(config.endpoint_limits), results, worker)
+    gate = DriverGate(EndpointGate(config.schedule.endpoint_limits), results, worker)
     bench = Workbench(config, gate=gate)
     apply_learned(bench.agents, learned)
     run_dir = run_dir or (str(Path(blobs_root).parent) if blobs_root else None)
@@ -316,7 +316,7 @@ class WorkerBackend:
         context = worker_context()
         state = DriverState()
         self.results = context.Queue()
-        self.jobs = [context.Queue() for _ in range(config.workers or 1)]
+        self.jobs = [context.Queue() for _ in range(config.schedule.workers or 1)]
         shipped = shipped_config(config)
         self.procs = [context.Process(target=worker_main, args=(shipped, run_id, jobs, self.results, w, learned, state,
                                             str(store.blobs.root), str(store.dir)),

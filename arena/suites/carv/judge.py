@@ -19,7 +19,7 @@ item with a caption is sent to the evaluator, also one whose caption equals the
 reference (`identical="ask"`). Under `--protocol arena`: `reference_image=False`
 sends the text alone, and `identical="skip"` scores a caption equal to the reference
 (case and surrounding spaces aside) correct without a call. Runs recorded before
-this option named it `prompt="paper"|"arena"` (`arena.store.migrate.carv_reference_image`).
+this option named it `prompt="paper"|"arena"` (`carv_reference_image`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from arena.core.blobs import BlobStore
 from arena.endpoints.client import EndpointConfig, EndpointError
 from arena.core.judge import Judge, text_hash
 from arena.core.prompt_book import PromptBook, register_template
-from arena.store.migrate import carv_reference_image
 from arena.suites.carv.loader import NO_RESULT, PROPERTIES
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
@@ -351,6 +350,20 @@ class CarvLLMJudge(ModelJudge):
         await self.cache.put(key, output)
         return self.verdict(episode, score=float(correct), correct=correct, extracted=caption, rationale=reason,
                             raw=output, **base)
+
+
+CARV_PROMPT_VALUES = {"paper": True, "arena": False}
+"""carv-llm's older `prompt` option values -> its `reference_image` option (runs recorded before the judge's texts
+became a prompt template name its request layout so: "paper", the ground-truth image attached; "arena", the text
+alone; their text was the one of its value, now the prompt book's)."""
+
+
+def carv_reference_image(prompt: str) -> bool:
+    """The carv-llm `reference_image` value of an older run's (or command line's) `prompt` option value."""
+    if prompt not in CARV_PROMPT_VALUES:
+        raise ValueError(f"carv-llm option prompt (now reference_image) must be one of "
+                         f"{', '.join(CARV_PROMPT_VALUES)}, got {prompt!r}")
+    return CARV_PROMPT_VALUES[prompt]
 
 
 def carv_llm(model: str, base_url: str, api_key_env: str | None = None, reference_image: bool = True,

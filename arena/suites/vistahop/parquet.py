@@ -248,10 +248,10 @@ def parquet_tasks(path: Path, root: Path, columns: dict[str, str] | None = None,
     tasks, seen = [], set()
     for row, record in iter_rows(path, wanted):
         where = f"{path}: row {row}"
-        info = record.get("extra_info") if isinstance(record.get("extra_info"), dict) else {}
+        extras = record.get("extra_info") if isinstance(record.get("extra_info"), dict) else {}
 
         def get(role: str) -> Any:
-            return record.get(mapping[role]) if role in mapping else info.get(role)
+            return record.get(mapping[role]) if role in mapping else extras.get(role)
 
         question_value = get("question")
         if question_value is None:

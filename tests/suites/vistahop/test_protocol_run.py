@@ -149,8 +149,8 @@ def test_whole_episodes_under_original_match_the_published_loop_and_arena_differ
         assert "protocol: arena" in arena.output
 
     run_json = json.loads((tmp_path / "logs" / "orig" / "run.json").read_text())
-    assert run_json["config"]["protocol"] == "original"
-    assert run_json["config"]["budget"]["final_answer_turn"] is False
+    assert run_json["config"]["grid"]["protocol"] == "original"
+    assert run_json["config"]["limits"]["final_answer_turn"] is False
     summary = json.loads((tmp_path / "logs" / "orig" / "summary.json").read_text())
     assert summary["protocol"] == "original"
 

@@ -23,7 +23,7 @@ from arena.judges.metrics import ERRORED
 from arena.core.prompt_book import protocol_label
 from arena.review.rundata import RunData, load_run
 from arena.review.table import (errors_counted_as_wrong, fitted_summary, judge_warnings, legend_lines, repeat_lines,
-                                suite_headlines, summary_table, support_lines)
+                                suite_headlines, support_lines)
 from arena.runs.briefs import EpisodeBrief, VerdictBrief
 from arena.runs.config import RunConfig
 from arena.runs.outage import ErrorTally

@@ -294,6 +294,7 @@ class RunSession:
         # the workers of a killed run this one resumes
         self.writer = RunWriter(files=SharedAppends(store.dir))
         self.backend: Backend | None = None
+        self.spent_worker_cpu: float | None = None
         self.judge_name = config.judge.name or AUTO
         self.judge_label = endpoint_label(config.judge.options)
         self.tasks: list[asyncio.Future] = []
@@ -493,6 +494,8 @@ class RunSession:
         """Wait for every write, recompute the summary from the store (costs from the trajectories when anything
         was played or judged, else last time's) and write summary.json."""
         config, store, writer = self.config, self.store, self.writer
+        if self.stops.message:  # a stopped run's worker processes land what they had finished before it is read
+            await self.close_backend()
         await writer.drained()
         self.unwritten.extend(writer.problems)
         scan = scan_run(store)
@@ -526,7 +529,8 @@ class RunSession:
                     group["cost"] = costs[(group["agent"], group["setting"], group["max_rounds"])]
             warnings += [w for w in previous.get("warnings", []) if w not in warnings]
         if self.meter.times.episodes:
-            summary["harness"] = self.meter.figures(self.backend.worker_cpu_seconds() if self.backend else None)
+            workers = self.backend.worker_cpu_seconds() if self.backend else self.spent_worker_cpu
+            summary["harness"] = self.meter.figures(workers)
         elif store.summary_path.is_file():  # nothing played now: the figures of the session that played
             previous_harness = json.loads(store.summary_path.read_text()).get("harness")
             if previous_harness:
@@ -548,9 +552,15 @@ class RunSession:
     async def close(self) -> None:
         """Close the judges and the backend, then flush and stop the writer (in every case)."""
         await self.judges.aclose()
-        if self.backend is not None:
-            await self.backend.aclose()
+        await self.close_backend()
         await asyncio.to_thread(self.writer.close)
+
+    async def close_backend(self) -> None:
+        """Stop the backend once (its workers append their last records first)."""
+        backend, self.backend = self.backend, None
+        if backend is not None:
+            await backend.aclose()
+            self.spent_worker_cpu = backend.worker_cpu_seconds()
 
 
 def _spent_usage_of_record(record: dict[str, Any]) -> Usage:

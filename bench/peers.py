@@ -41,12 +41,12 @@ import tempfile
 import threading
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 BOX = [700, 80, 960, 220]  # relative 0-1000: the sign of the tiny dataset's scene
 QUESTION = "In which year was the lighthouse on the sign built?"
@@ -64,7 +64,7 @@ ROUNDS = int(os.environ.get("ARENA_BENCH_ROUNDS", "3"))
 
 def _reply(body: bytes) -> dict[str, Any]:
     """Crop, search (in turn, `ROUNDS` - 1 calls), answer by the number of assistant messages; smolagents answers
-    through `final_answer`."""
+    through `final_answer`. (The reference: `serve` answers the same bodies from replies encoded beforehand.)"""
     from tests.support.openai_server import Reply, completion_body
 
     n = len(ASSISTANT.findall(body))
@@ -78,46 +78,31 @@ def _reply(body: bytes) -> dict[str, Any]:
     return completion_body(Reply(content="<answer>1874</answer>"), "bench")
 
 
+def answer_chooser() -> Callable[[bytearray, int], bytes]:
+    """`_reply`'s answers as whole HTTP responses encoded once (the JSON bytes `json.dumps` gives), chosen per body
+    by a substring count of its assistant messages and, from the last round on, whether it names final_answer."""
+    from stub_server import assistant_messages, names, response
+
+    def encoded(marker: bytes) -> bytes:
+        return response(json.dumps(_reply(marker)).encode())
+    turns = [encoded(b'"role":"assistant"' * n) for n in range(ROUNDS - 1)]
+    last = encoded(b'"role":"assistant"' * (ROUNDS - 1))
+    final = encoded(b'"role":"assistant"' * (ROUNDS - 1) + b'"final_answer"')
+
+    def choose(body: bytearray, length: int) -> bytes:
+        n = assistant_messages(body, length)
+        if n < ROUNDS - 1:
+            return turns[n]
+        return final if names(body, length, b'"final_answer"') else last
+    return choose
+
+
 def serve(delay: float) -> None:
-    """Serve chat completions on 127.0.0.1 (port printed); GET /stats gives requests and request bytes so far."""
-    stats = {"requests": 0, "bytes": 0}
-    lock = threading.Lock()
+    """Serve chat completions on 127.0.0.1 (port printed); GET /stats gives requests and request bytes so far.
+    The server (`bench/stub_server.py`) costs as little as a server can: it shares the cores with the harness."""
+    import stub_server
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, data: bytes) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            with lock:
-                self._send(json.dumps(stats).encode())
-
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            with lock:
-                stats["requests"] += 1
-                stats["bytes"] += len(body)
-            reply = _reply(body)
-            if delay:
-                time.sleep(delay)
-            self._send(json.dumps(reply).encode())
-
-    class Server(ThreadingHTTPServer):
-        request_queue_size = 512
-        daemon_threads = True
-
-    server = Server(("127.0.0.1", 0), Handler)
-    print(f"http://127.0.0.1:{server.server_address[1]}/v1", flush=True)
-    server.serve_forever()
+    stub_server.serve(delay, answer_chooser())
 
 
 # --- the workload ---------------------------------------------------------------------------------------------
@@ -377,7 +362,8 @@ def measure(harness: str, data: Path, url: str, concurrency: int, out: Path, tas
     if result["correct"] != tasks or rounds != ROUNDS * tasks:
         raise SystemExit(f"{harness}: {result['correct']}/{tasks} answered correctly in {rounds} model calls "
                          f"(expected {ROUNDS * tasks}); the workload did not run as scripted")
-    return {**result, "rounds": rounds, "bytes": (after["bytes"] - before["bytes"]) / rounds, "tasks": tasks}
+    return {**result, "rounds": rounds, "bytes": (after["bytes"] - before["bytes"]) / rounds, "tasks": tasks,
+            "server_cpu": after["cpu"] - before["cpu"]}
 
 
 def table(rows: dict[str, dict[Any, Any]]) -> str:
@@ -472,7 +458,8 @@ def measure_all(args: argparse.Namespace, data: Path, tmp: Path) -> dict[str, di
                         print(f"{harness:10s} {'200 ms' if level == 'slow' else 'zero-latency'} server, "
                               f"concurrency {concurrency:>2}: {row['rounds']} rounds in {row['wall']:.2f} s, "
                               f"CPU {row['cpu'] / row['rounds'] * 1000:.2f} ms per round, peak RSS "
-                              f"{row['rss_mb']:.0f} MB, {row['bytes'] / 1e6:.2f} MB per request"
+                              f"{row['rss_mb']:.0f} MB, {row['bytes'] / 1e6:.2f} MB per request, server CPU "
+                              f"{row['server_cpu'] / row['rounds'] * 1000:.2f} ms per round"
                               + (f", codecs {row['codec'] / row['rounds'] * 1000:.1f} ms per round" if row["codec"]
                                  else "") + f", load average {os.getloadavg()[0]:.1f}", flush=True)
         finally:

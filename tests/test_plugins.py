@@ -156,14 +156,24 @@ def test_a_broken_plugin_names_itself(tmp_path: Path, monkeypatch: pytest.Monkey
         load_entry_points("arena-test-broken")
 
 
-def test_loading_the_plugins_scans_the_installed_packages_once(monkeypatch) -> None:
+def test_loading_the_plugins_scans_the_installed_packages_once_per_install(monkeypatch, tmp_path: Path) -> None:
     from arena.runs import plugins
 
     scans = []
     entry_points = plugins.entry_points
     monkeypatch.setattr(plugins, "entry_points", lambda group: scans.append(group) or entry_points(group=group))
+    monkeypatch.setattr(plugins, "_scanned", None)
     plugins.load_plugins()
-    assert scans == [plugins.ENTRY_POINT_GROUP]
+    plugins.load_plugins()
+    assert scans == [plugins.ENTRY_POINT_GROUP]  # the second load reuses the scan: nothing was installed
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    install_plugin(site)  # a distribution installed while the process runs is found by the next load's scan
+    found = plugins.installed_entry_points()  # (not loaded: its registrations would outlive this test)
+    assert len(scans) == 2 and "echo" in {ep.name for ep in found}
+    plugins.installed_entry_points()
+    assert len(scans) == 2
 
 
 def test_run_json_versions_are_read_once_per_process(monkeypatch) -> None:

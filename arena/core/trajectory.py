@@ -31,8 +31,11 @@ class Usage(BaseModel):
     reasoning_tokens: int | None = None
 
     def __add__(self, other: "Usage") -> "Usage":
+        """The field-wise sum (None only where both are None); built without validation: the sums of two valid
+        usages' counts are valid counts (this runs for every model call)."""
         pairs = {k: (getattr(self, k), getattr(other, k)) for k in Usage.model_fields}
-        return Usage(**{k: None if a is None and b is None else (a or 0) + (b or 0) for k, (a, b) in pairs.items()})
+        return Usage.model_construct(**{k: None if a is None and b is None else (a or 0) + (b or 0)
+                                        for k, (a, b) in pairs.items()})
 
 
 

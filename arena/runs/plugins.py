@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import pkgutil
+import sys
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
@@ -22,6 +24,7 @@ from arena.core.suite import Suite, register_suite
 BUILT_IN = ("arena.tools", "arena.agents", "arena.judges")
 ENTRY_POINT_GROUP = "arena"
 _loaded: set[str] = set()
+_scanned: tuple[tuple[tuple[str, int], ...], Any] | None = None
 
 
 class PluginError(RuntimeError):
@@ -61,11 +64,29 @@ def built_in_modules() -> list[str]:
     return names
 
 
+def installed_entry_points() -> Any:
+    """The `arena` entry points installed: one scan of the packages' metadata, repeated only when an import path
+    changed (a directory of `sys.path` added, removed or written to: installing or removing a distribution
+    creates or deletes its `*.dist-info` there). A run loads the plug-ins twice (~4 ms a scan)."""
+    global _scanned
+    state = tuple((path, _mtime(path)) for path in sys.path)
+    if _scanned is None or _scanned[0] != state:
+        _scanned = (state, entry_points(group=ENTRY_POINT_GROUP))
+    return _scanned[1]
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path or ".").st_mtime_ns
+    except OSError:
+        return -1
+
+
 def load_plugins() -> None:
     """Register every tool, agent, judge and suite (with its loaders, worlds, ...), built in or installed."""
     for package in BUILT_IN:
         import_submodules(package)
-    found = entry_points(group=ENTRY_POINT_GROUP)  # one scan of the installed packages' metadata per call
+    found = installed_entry_points()
     names = load_entry_points(found=found)
     if not any(ep.value.startswith("arena.suites.") for ep in found):
         raise PluginError(f"the built-in suites are not installed (no `{ENTRY_POINT_GROUP}` entry point names "

@@ -1,0 +1,173 @@
+"""The benchmarks' scripted model server, made to cost as little as a server can for this work (issue 38).
+
+A real model server runs on other hardware; on the 2-core benchmark machine this stub shares the cores with the
+harness it answers, so every microsecond it spends is taken from the harness's wall time. It therefore does only
+what answering needs:
+- one thread per connection, blocking: the request head is read with one `recv_into` into a preallocated buffer,
+  the body by its Content-Length with `recv_into(..., MSG_WAITALL)` into a per-connection buffer reused across
+  requests (the kernel copies each body once; no Python-level copy, no header parser, no json parse);
+- the benchmark's reply is chosen (`bench/peers.py`) by counting the assistant messages by substring search
+  outside the base64 payloads (`bytes.find` of `"assistant"`, each hit checked to be a `"role"` value, as the
+  regex `"role"\\s*:\\s*"assistant"` would; the payloads, which hold no quote, skipped by `memchr`) and
+  whether the body names `"final_answer"`;
+- the replies are encoded once at start-up (the same JSON bytes the `json.dumps` server sent).
+`GET .../stats` answers the requests and request-body bytes seen so far, and the server's CPU seconds (`cpu`).
+
+    serve(delay, answer)   # answer(buffer, length) -> the whole HTTP response, from replies encoded beforehand
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from typing import Callable, Iterator
+
+HEAD_LIMIT = 1 << 16
+WHITESPACE = b" \t\n\r\f\v"
+Answer = Callable[[bytearray, int], bytes]
+"""A reply chooser: (the buffer holding the body, the body's length) -> the whole HTTP response."""
+
+
+def _outside_base64(body: bytes | bytearray, end: int) -> Iterator[tuple[int, int]]:
+    """The spans of `body[:end]` outside base64 payloads (from a `;base64,` to the next quote), found by one
+    substring search per payload and a `memchr` over it: everything JSON-quoted lies in these spans."""
+    at = 0
+    while True:
+        marker = body.find(b";base64,", at, end)
+        if marker < 0:
+            yield at, end
+            return
+        yield at, marker + 8
+        at = body.find(b'"', marker + 8, end)
+        if at < 0:
+            return
+
+
+def names(body: bytes | bytearray, end: int, needle: bytes) -> bool:
+    """Whether `needle`, which starts with a quote, is in `body[:end]` (base64 payloads skipped: they hold no
+    quote)."""
+    return any(body.find(needle, start, stop) >= 0 for start, stop in _outside_base64(body, end))
+
+
+def assistant_messages(body: bytes | bytearray, end: int) -> int:
+    """How many times `"role"\\s*:\\s*"assistant"` occurs in `body[:end]`, found by substring search outside the
+    base64 payloads (a request body is megabytes of base64, which a regex or a substring search walks byte by
+    byte: ~0.8 ms per 2.7 MB body)."""
+    count = 0
+    for start, stop in _outside_base64(body, end):
+        at = body.find(b'"assistant"', start, stop)
+        while at >= 0:
+            count += _is_role_value(body, at)
+            at = body.find(b'"assistant"', at + 11, stop)
+    return count
+
+
+def _is_role_value(body: bytes | bytearray, at: int) -> bool:
+    """Whether the string at `at` follows `"role"\\s*:\\s*`."""
+    j = at
+    while j > 0 and body[j - 1] in WHITESPACE:
+        j -= 1
+    if j == 0 or body[j - 1] != 58:  # ':'
+        return False
+    j -= 1
+    while j > 0 and body[j - 1] in WHITESPACE:
+        j -= 1
+    return body.endswith(b'"role"', 0, j)
+
+
+def response(data: bytes, status: bytes = b"200 OK") -> bytes:
+    """A whole HTTP/1.1 response answering the JSON `data`."""
+    return (b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\nContent-Length: "
+            + str(len(data)).encode() + b"\r\n\r\n" + data)
+
+
+class _Connection:
+    """One client connection: reads requests one after the other and answers each."""
+
+    def __init__(self, sock: socket.socket, delay: float, answer: Answer,
+                 stats: dict[str, int], lock: threading.Lock):
+        self.sock, self.delay, self.answer, self.stats, self.lock = sock, delay, answer, stats, lock
+        self.head = bytearray(HEAD_LIMIT)
+        self.body = bytearray(1 << 22)
+
+    def serve(self) -> None:
+        try:
+            kept = 0
+            while True:
+                kept = self._one(kept)
+                if kept < 0:
+                    return
+        except OSError:
+            return
+        finally:
+            self.sock.close()
+
+    def _one(self, kept: int) -> int:
+        """Answer one request whose first `kept` bytes are already in the head buffer; the bytes of the next
+        request read along (kept for it), or -1 when the client hung up."""
+        head, got = self.head, kept
+        end = head.find(b"\r\n\r\n", 0, got)
+        while end < 0:
+            if got == HEAD_LIMIT:
+                raise OSError("request head over 64 KiB")
+            n = self.sock.recv_into(memoryview(head)[got:])
+            if n == 0:
+                return -1
+            got += n
+            end = head.find(b"\r\n\r\n", 0, got)
+        lines = bytes(head[:end]).split(b"\r\n")
+        length = next((int(line.split(b":", 1)[1]) for line in lines[1:]
+                       if line[:15].lower() == b"content-length:"), 0)
+        if lines[0].startswith(b"GET"):
+            with self.lock:
+                data = json.dumps({**self.stats, "cpu": time.process_time()}).encode()
+            self.sock.sendall(response(data))
+            return self._shift(end + 4, got)
+        self._read_body(end + 4, got, length)
+        with self.lock:
+            self.stats["requests"] += 1
+            self.stats["bytes"] += length
+        reply = self.answer(self.body, length)
+        if self.delay:
+            time.sleep(self.delay)
+        self.sock.sendall(reply)
+        return self._shift(end + 4 + length, got)
+
+    def _read_body(self, start: int, got: int, length: int) -> None:
+        """Read the body into `self.body[:length]`: what the head's read brought along, then the rest by one
+        `recv_into` (MSG_WAITALL)."""
+        if len(self.body) < length:
+            self.body = bytearray(length)
+        view = memoryview(self.body)
+        have = min(got - start, length)
+        view[:have] = memoryview(self.head)[start:start + have]
+        while have < length:
+            n = self.sock.recv_into(view[have:length], length - have, socket.MSG_WAITALL)
+            if n == 0:
+                raise OSError("client hung up mid-body")
+            have += n
+        view.release()
+
+    def _shift(self, used: int, got: int) -> int:
+        """Move the bytes read past this request to the head buffer's start; their number."""
+        rest = max(got - used, 0)
+        if rest:
+            self.head[:rest] = self.head[used:got]
+        return rest
+
+
+def serve(delay: float, answer: Answer) -> None:
+    """Listen on 127.0.0.1 (the URL, ending in /v1, printed on the first line) and answer every POST with
+    `answer(buffer, length)` (the body is `buffer[:length]`; a whole HTTP response, pre-encoded) after `delay`
+    seconds."""
+    stats, lock = {"requests": 0, "bytes": 0}, threading.Lock()
+    listener = socket.create_server(("127.0.0.1", 0), backlog=512)
+    print(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", flush=True)
+    while True:
+        sock, _ = listener.accept()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        connection = _Connection(sock, delay, answer, stats, lock)
+        threading.Thread(target=connection.serve, daemon=True).start()
+

@@ -179,5 +179,6 @@ def test_an_install_without_the_suites_entry_points_says_to_reinstall(monkeypatc
     from arena.runs import plugins
 
     monkeypatch.setattr(plugins, "entry_points", lambda group: [])
+    monkeypatch.setattr(plugins, "_scanned", None)  # the scan an earlier load kept: this install is another one
     with pytest.raises(plugins.PluginError, match=r"built-in suites are not installed.*pip install -e \."):
         plugins.load_plugins()

@@ -15,7 +15,8 @@ from typing import Any
 from .metrics import ERRORED
 
 PLANNED = "planned_episodes"
-"""The key of the grid's episode count in run.json (written by the runner each time it plans) and summary.json."""
+"""The key of the grid's episode count in summary.json and run.json (`RunInfo.planned_episodes`, written by the
+runner each time it plans)."""
 
 
 @dataclass(frozen=True)
@@ -56,14 +57,11 @@ class Completeness:
         return "incomplete: " + ", ".join(parts) + played + resume
 
 
-def planned_of(*records: dict[str, Any] | None) -> int | None:
-    """The first planned count found among `records` (summary dicts: summary.json, a run's summary), None when none
-    has one (run.json's is `RunInfo.planned_episodes`)."""
-    for record in records:
-        value = (record or {}).get(PLANNED)
-        if isinstance(value, int) and value >= 0:
-            return value
-    return None
+def planned_of(summary: dict[str, Any] | None) -> int | None:
+    """The planned count a summary dict holds (summary.json, a run's summary), None when it has none (run.json's is
+    `RunInfo.planned_episodes`)."""
+    value = (summary or {}).get(PLANNED)
+    return value if isinstance(value, int) and value >= 0 else None
 
 
 def completeness(summary: dict[str, Any], planned: int | None) -> Completeness:

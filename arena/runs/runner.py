@@ -215,7 +215,8 @@ async def execute(config: RunConfig, *, progress: Callable[[EpisodeBrief, Verdic
     is written there."""
     keep_freed_memory()
     if config.judge.prompts:  # workers load it too, wherever they run
-        config = config.updated(judge=config.judge.model_copy(update={"prompts": str(Path(config.judge.prompts).resolve())}))
+        prompts = str(Path(config.judge.prompts).resolve())
+        config = config.updated(judge=config.judge.model_copy(update={"prompts": prompts}))
     if config.schedule.workers and config.schedule.backend != "ray":
         prepare_workers()  # the workers' fork server imports the arena while the data loads
     load_plugins()  # every template registered before the prompts file is checked
@@ -364,7 +365,7 @@ class RunSession:
         families = plan_families(self.bench)
         self.verdicts_done = self.store.verdict_pairs()
         unjudged = [self.store.read_episode(entry) for entry in self.done.values()  # an errored one: see `judged`
-                    if judged(entry.finish, entry.suite, self.config.protocol)
+                    if judged(entry.finish, entry.suite, self.config.grid.protocol)
                     and (entry.id, judge_for_task(entry, self.judge_name)) not in self.verdicts_done]
         missing = sum(1 for f in families for c in f.cells if c.key not in self.done)
         work = Work(families, self.done, unjudged, missing)

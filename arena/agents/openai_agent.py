@@ -52,7 +52,7 @@ from arena.endpoints import transcript
 from arena.endpoints.client import (ChatResponse, Endpoint, EndpointConfig, EndpointError, RejectedError,
                                     learned_params, restore_params)
 from arena.core.images import IMAGE_FACTOR, MIN_PIXELS, smart_resize
-from arena.core.protocol import json_type, parse_response
+from arena.core.protocol import json_type, parse_response, tool_name_problem
 from arena.core.task import RequestLayout
 from arena.core.tool import tools_prompt_block
 from arena.core.trajectory import InputSummary, Step
@@ -403,9 +403,7 @@ class OpenAIAgent(Agent):
                       usage=response.usage, input=summary, finish_reason=response.finish_reason,
                       provider_fields=response.provider_fields)
         if not isinstance(name, str) or not name:
-            shown = json.dumps(name, default=str)[:80]
-            return AgentTurn(action="invalid", error=f'the tool call\'s "name" must be a string naming a tool, got '
-                             f"{json_type(name)} {shown}", **common)
+            return AgentTurn(action="invalid", error=tool_name_problem(name), **common)
         problem = json_text_problem(raw, f"the arguments of {name}") if isinstance(raw, str) else None
         if problem:
             return AgentTurn(action="invalid", error=f"{problem}; write a smaller call", **common)

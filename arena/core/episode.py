@@ -25,7 +25,7 @@ from .context_image import ContextImage
 from .dataset import Dataset
 from .images import ImageError
 from .paths import PathEscapeError
-from .protocol import TurnRule, extract_answer
+from .protocol import TurnRule, extract_answer, tool_name_problem
 from .task import Task, TaskRef
 from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage
 from .trajectory import Episode, Observation, Step, Totals, Usage, clip, episode_key
@@ -273,8 +273,7 @@ def typed_turn(turn: AgentTurn) -> AgentTurn:
     turn = dataclasses.replace(turn, **shown)
     if "tool" in odd and turn.action == "tool_call":
         turn = dataclasses.replace(turn, action="invalid", tool=None, arguments=None,
-                                   error=f'the tool call\'s "name" must be a string naming a tool, got '
-                                         f"{shown['tool'][:80]}")
+                                   error=tool_name_problem(odd["tool"]))
     return turn
 
 

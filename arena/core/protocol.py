@@ -112,8 +112,7 @@ def parse_tool_call_json(body: str) -> tuple[str | None, dict[str, Any] | None, 
     if not isinstance(name, str) or not name:
         if "name" not in data or name == "":
             return None, None, 'the tool call has no "name" string'
-        return None, None, (f'the tool call\'s "name" must be a string naming a tool, got {json_type(name)} '
-                            f'{json.dumps(name)[:80]}')
+        return None, None, tool_name_problem(name)
     arguments = data.get("arguments", data.get("parameters", {}))
     if isinstance(arguments, str):
         try:
@@ -127,6 +126,13 @@ def parse_tool_call_json(body: str) -> tuple[str | None, dict[str, Any] | None, 
     if not isinstance(arguments, dict):
         return name, None, f'"arguments" of {name} must be a JSON object, got {json_type(arguments)}'
     return name, arguments, None
+
+
+def tool_name_problem(name: Any) -> str:
+    """What is wrong with a tool call whose "name" is not a string: its JSON type and (the start of) its JSON, as
+    every parser and agent says it."""
+    return (f'the tool call\'s "name" must be a string naming a tool, got {json_type(name)} '
+            f'{json.dumps(name, default=str)[:80]}')
 
 
 def json_type(value: Any) -> str:

@@ -2,10 +2,12 @@
 
     .venv/bin/python bench/peers.py [--tasks 64] [--harness arena inspect smolagents] [--levels 1 32 64 slow]
                                     [--world DIR] [--results FILE] [--readme docs/benchmarks.md] [--images K] [--size WxH]
+                                    [--noise A]
 
-Workload: N tasks, each with its own 3840x2160 photo-like PNG (noise over a drawn scene, so PNG cannot shrink it
-much, like a photograph; `--images K`: K PNGs that the tasks take in turn; `--size`: another size; a `--world`
-kept from other settings is rewritten only if its task count differs); the model, a local OpenAI-compatible stub in another process, answers with native tool
+Workload: N tasks, each with its own 3840x2160 photo-like PNG (noise of amplitude +-A, default 12, over a drawn
+scene, so PNG cannot shrink it much, like a photograph; `--noise 1` makes a 1316x728 PNG of 0.93 MB instead of 1.94,
+near the ~1.3 MB rounds of issue 38's kit; `--images K`: K PNGs that the tasks take in turn; `--size`: another
+size; a `--world` kept from other settings is rewritten when its task count, images, size or noise differ); the model, a local OpenAI-compatible stub in another process, answers with native tool
 calls: crop (`image_zoom_in_tool`, a box around the sign), then search (`text_search_tool`), then the answer.
 The crop returns an image the model sees in the next request; the search returns text.
 
@@ -107,10 +109,24 @@ def serve(delay: float) -> None:
 
 # --- the workload ---------------------------------------------------------------------------------------------
 
-def write_world(final: Path, tasks: int, images: int = 0, size: tuple[int, int] = (3840, 2160)) -> Path:
+def workload(tasks: int, images: int, size: tuple[int, int], noise: int) -> dict[str, Any]:
+    """What a generated world is made of (kept as `workload.json` in it: a kept world is reused only if it matches)."""
+    return {"tasks": tasks, "images": images, "size": list(size), "noise": noise}
+
+
+def kept_world(world: Path, wanted: dict[str, Any]) -> Path | None:
+    """The annotations of the world kept at `world` if it was written for the `wanted` workload, else None."""
+    stamp = world / "workload.json"
+    if stamp.exists() and json.loads(stamp.read_text()) == wanted and (world / "annotations.jsonl").exists():
+        return world / "annotations.jsonl"
+    return None
+
+
+def write_world(final: Path, tasks: int, images: int = 0, size: tuple[int, int] = (3840, 2160),
+                noise: int = 12) -> Path:
     """The tiny dataset's corpus with one noisy PNG of `size` per task (with `images`, that many PNGs that the
-    tasks take in turn); returns annotations.jsonl. Written beside `final` and renamed into place, so a run
-    reading a world never sees one half written."""
+    tasks take in turn; each pixel moved by up to +-`noise`); returns annotations.jsonl. Written beside `final` and
+    renamed into place, so a run reading a world never sees one half written."""
     import shutil
 
     import numpy as np
@@ -124,12 +140,13 @@ def write_world(final: Path, tasks: int, images: int = 0, size: tuple[int, int] 
     base = np.asarray(scene().resize(size), dtype=np.int16)
     items = []
     for i in range(images or tasks):
-        noise = np.random.default_rng(i).integers(-12, 13, size=base.shape, dtype=np.int16)
-        Image.fromarray(np.clip(base + noise, 0, 255).astype(np.uint8)).save(root / "images" / f"task{i}.png")
+        moved = np.random.default_rng(i).integers(-noise, noise + 1, size=base.shape, dtype=np.int16)
+        Image.fromarray(np.clip(base + moved, 0, 255).astype(np.uint8)).save(root / "images" / f"task{i}.png")
     for i in range(tasks):
         items.append({"id": f"t{i}", "prompt": [{"role": "user", "content": f"<image>{QUESTION}"}],
                       "reward_model": {"ground_truth": "1874"}, "image": [f"images/task{i % (images or tasks)}.png"]})
     data.write_text("".join(json.dumps(item) + "\n" for item in items))
+    (root / "workload.json").write_text(json.dumps(workload(tasks, images, size, noise)))
     shutil.rmtree(final, ignore_errors=True)
     root.rename(final)
     return final / data.name
@@ -487,6 +504,8 @@ def main() -> None:
                         help="rewrite issue 38's table (harnesses against the floor) between the floor markers")
     parser.add_argument("--images", type=int, default=0, help="distinct task images (0: one per task)")
     parser.add_argument("--size", default="3840x2160", help="task image size, WxH")
+    parser.add_argument("--noise", type=int, default=12,
+                        help="amplitude of the noise over the task images (default 12; 1: ~0.93 MB at 1316x728)")
     parser.add_argument("--world", type=Path, help="keep the generated task images here and reuse them")
     parser.add_argument("--results", type=Path, help="a JSON file of rows: this run's harnesses replace theirs")
     parser.add_argument("--serve", type=float, help=argparse.SUPPRESS)
@@ -504,9 +523,10 @@ def main() -> None:
         return worker(args.worker, args.data, args.url, args.concurrency, args.out)
     with tempfile.TemporaryDirectory() as tmp:
         world = args.world or Path(tmp) / "world"
-        data = world / "annotations.jsonl"
-        if not data.exists() or sum(1 for _ in data.open()) != args.tasks:
-            data = write_world(world, args.tasks, args.images, tuple(map(int, args.size.split("x"))))
+        size = tuple(map(int, args.size.split("x")))
+        data = kept_world(world, workload(args.tasks, args.images, size, args.noise))
+        if data is None:
+            data = write_world(world, args.tasks, args.images, size, args.noise)
             time.sleep(2.1)  # settled, as any dataset's files are: the arena remembers their digests (file_digests)
         runs = measure_all(args, data, Path(tmp))
     rows = medians(runs)

@@ -69,6 +69,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--size", default="1316x728")
+    parser.add_argument("--noise", type=int, default=12, help="amplitude of the task image's noise (bench/peers.py)")
     parser.add_argument("--world", type=Path)
     args = parser.parse_args()
     if os.environ.get("ARENA_BENCH_ROUNDS") != str(args.rounds):  # the stub server reads it at import
@@ -78,9 +79,10 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         world = args.world or Path(tmp) / "world"
-        data = world / "annotations.jsonl"
-        if not data.exists() or sum(1 for _ in data.open()) != args.tasks:
-            data = peers.write_world(world, args.tasks, 1, tuple(map(int, args.size.split("x"))))
+        size = tuple(map(int, args.size.split("x")))
+        data = peers.kept_world(world, peers.workload(args.tasks, 1, size, args.noise))
+        if data is None:
+            data = peers.write_world(world, args.tasks, 1, size, args.noise)
             time.sleep(2.1)
         proc, url = peers._server(0.0)
         try:

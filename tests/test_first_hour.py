@@ -186,6 +186,9 @@ def test_ctrl_c_says_what_is_kept_and_how_to_resume(slow_server: str, tmp_path: 
     page = (run_dir / "viewer.html").read_text()
     assert page.index('class="incomplete"') < page.index('id="summary"')
     assert f"{6 - kept} of 6 episodes never played" in page
+    judged = " ".join(cli.invoke(app, ["judge", str(run_dir), "--judge", "normalized", "--as", "again"]).output.split())
+    assert f"incomplete: {6 - kept} of 6 episodes never played" in judged, judged
+    assert judged.index("incomplete:") < judged.index("Pass@1")
 
 
 def test_a_permalink_brings_its_episode_to_the_top(tiny_data: Path, tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ import json
 import os
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -268,11 +267,9 @@ def print_result(result: RunResult) -> None:
 def errored_problem(summary: dict[str, Any], run_dir: Any, max_error_share: float = 0.0) -> str | None:
     """Why a run must exit non-zero for its errored episodes (finish reason error, rejected or context overflow:
     not played to the end, left out of Pass@1): more of them than `max_error_share` of its episodes. None else."""
-    finished: Counter = Counter()
-    for group in summary.get("groups", []):
-        finished.update(group.get("finish_reasons", {}))
+    counts = completeness(summary)
+    finished, errored = counts.finishes, counts.errored
     total = sum(finished.values())
-    errored = sum(n for reason, n in finished.items() if reason in ERRORED)
     if not errored or errored <= max_error_share * total:
         return None
     how = ", ".join(f"{finished[r]} {r.replace('_', ' ')}" for r in ERRORED if finished.get(r))
@@ -292,9 +289,7 @@ def run_problems(result: RunResult, max_error_share: float = 0.0) -> list[str]:
         missing = f"{result.unrecorded} of {result.grid} episode(s) have no record"
         problems.append(f"the run stopped early: {result.stopped}; {missing}" if result.stopped
                         else f"the run stopped early: {missing}")
-    finished = Counter()  # finish reasons from the summary: a 100,000-episode run is not parsed again here
-    for group in result.summary.get("groups", []):
-        finished.update(group.get("finish_reasons", {}))
+    finished = completeness(result.summary).finishes  # from the summary: a 100,000-episode run is not parsed again
     failed = sum(n for reason, n in finished.items() if reason in FAILED)
     if failed and failed == sum(finished.values()):
         store = RunStore(result.run_dir)

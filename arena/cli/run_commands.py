@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from arena.core.dataset import LOADERS
+from arena.judges.completeness import completeness
 from arena.judges.protocols import default_protocol
 from arena.judges.run_summary import summarize_scan
 from arena.runs.config import RunConfig
@@ -18,6 +19,7 @@ from arena.runs.finished import NOTHING_LEFT
 from arena.runs.fork import fork_config
 from arena.runs.plugins import load_plugins
 from arena.runs.rejudge import rejudge
+from arena.review.table import errors_counted_as_wrong
 from arena.runs.runner import confirm_finished
 from arena.store.doctor import check_run
 from arena.store.records import RunInfo
@@ -165,8 +167,11 @@ def judge_run(
         except (ValueError, RuntimeError, OSError) as exc:
             fail(str(exc))
         console.print(f"{result.judge}: scored {result.scored} episode(s), {result.skipped} already had a verdict")
-        protocol = run_protocol(RunStore(run_dir).info())
-        print_summary(result.summary, f"{run_dir.name} (judge: {result.judge}, asked) · protocol: {protocol}")
+        info = RunStore(run_dir).info()
+        incomplete = completeness(result.summary, info.planned_episodes).line(
+            run_dir, as_wrong=errors_counted_as_wrong(result.summary))
+        print_summary(result.summary, f"{run_dir.name} (judge: {result.judge}, asked) · protocol: "
+                      f"{run_protocol(info)}", incomplete=incomplete)
     if result is not None and result.agreements:
         console.print(agreement_rich(result.agreements, run_protocol(RunStore(run_dir).info())))
     problem = errored_problem(result.summary, run_dir, max_error_share) if result is not None else None

@@ -8,7 +8,8 @@ end). A run recorded before the count was kept has no planned count: only its er
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,13 @@ runner each time it plans)."""
 
 @dataclass(frozen=True)
 class Completeness:
-    """Planned (None: not recorded), recorded and errored episodes of a run."""
+    """Planned (None: not recorded), recorded and errored episodes of a run, and the recorded episodes by finish
+    reason (`finishes`: summed over the summary's groups; empty for a summary written before they were kept)."""
 
     planned: int | None
     recorded: int
     errored: int
+    finishes: dict[str, int] = field(default_factory=dict)
 
     @property
     def never_played(self) -> int:
@@ -64,11 +67,14 @@ def planned_of(summary: dict[str, Any] | None) -> int | None:
     return value if isinstance(value, int) and value >= 0 else None
 
 
-def completeness(summary: dict[str, Any], planned: int | None) -> Completeness:
-    """A summary's recorded and errored episodes (from its groups' finish reasons) against `planned`."""
-    recorded = errored = 0
+def completeness(summary: dict[str, Any], planned: int | None = None) -> Completeness:
+    """A summary's recorded and errored episodes (from its groups' finish reasons) against `planned`. The one place
+    the finish reasons of a summary's groups are added up (the CLI's exit-code checks read `finishes`)."""
+    recorded = 0
+    finishes: Counter[str] = Counter()
     for group in summary.get("groups", []):
-        finishes = group.get("finish_reasons", {})
-        recorded += sum(finishes.values()) if finishes else group.get("episodes", 0)
-        errored += sum(n for reason, n in finishes.items() if reason in ERRORED)
-    return Completeness(planned=planned, recorded=recorded, errored=errored)
+        reasons = group.get("finish_reasons", {})
+        recorded += sum(reasons.values()) if reasons else group.get("episodes", 0)
+        finishes.update(reasons)
+    errored = sum(n for reason, n in finishes.items() if reason in ERRORED)
+    return Completeness(planned=planned, recorded=recorded, errored=errored, finishes=dict(finishes))

@@ -119,200 +119,197 @@ def tool_limits(pairs: list[str]) -> dict[str, int]:
             raise typer.BadParameter(f"must look like TOOL=K with K a whole number >= 0, got {pair!r}",
                                      param_hint="'--tool-limit'")
         if name not in TOOLS:
-            raise typer.BadParameter(f"unknown tool {name!r}{did_you_mean(name, TOOLS)}; tools: {', '.join(sorted(TOOLS))}",
-                                     param_hint="'--tool-limit'")
+            raise typer.BadParameter(f"unknown tool {name!r}{did_you_mean(name, TOOLS)}; "
+                                     f"tools: {', '.join(sorted(TOOLS))}", param_hint="'--tool-limit'")
         out[name] = int(count)
     return out
 
 
-def _option(name: str, annotation: Any, option: Any) -> inspect.Parameter:
-    """One option of the command: its parameter name, type and `typer.Option`."""
+def _option(name: str, annotation: Any, default: Any, *flags: str, panel: str | None = None,
+            **settings: Any) -> inspect.Parameter:
+    """One option of the command: its parameter name, type, default, flags (none: from the name), the help panel
+    it is listed in and the rest of its `typer.Option` settings."""
+    option = typer.Option(default, *flags, rich_help_panel=panel, **settings)
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
 
 
 DATA_OPTIONS = (
-    _option("config_file", Optional[Path], typer.Option(
-        None, "--config", help="YAML file of run options (names as on the command line, e.g. max-rounds: [6, 10]); "
-        "flags given on the command line override it.", is_eager=True, callback=config_file_callback,
-        rich_help_panel=P_DATA)),
-    _option("data", Path, typer.Option(..., "--data", help="Task file (arena JSONL, VistaArena JSON/JSONL), datasets.json, "
-                              "or world dir.", rich_help_panel=P_DATA)),
-    _option("root", Optional[Path], typer.Option(None, help="Dataset root for relative paths (default: the file's directory).",
-                                        rich_help_panel=P_DATA)),
-    _option("fmt", Optional[str], typer.Option(None, "--format", help="Force a loader (world, tasks, vistaarena, ...).",
-                                      rich_help_panel=P_DATA)),
-    _option("corpus", Optional[Path], typer.Option(None, help="Corpus directory (docs.jsonl) for offline text search.",
-                                          rich_help_panel=P_DATA)),
-    _option("limit", Optional[int], typer.Option(None, min=1, help="Only the first N tasks (after the filters).",
-                                        rich_help_panel=P_DATA)),
-    _option("task", list[str], typer.Option([], help="Only these task ids.", rich_help_panel=P_DATA)),
-    _option("level", list[str], typer.Option([], help="Only tasks of these levels (e.g. L3; several: L2,L3).",
-                                    rich_help_panel=P_DATA)),
-    _option("category", list[str], typer.Option([], help="Only tasks of these categories.", rich_help_panel=P_DATA)),
-    _option("suite", list[str], typer.Option([], help="Only tasks of these suites (vistahop, mmir, ...).", rich_help_panel=P_DATA)),
+    _option("config_file", Optional[Path], None, "--config", panel=P_DATA,
+            help="YAML file of run options (names as on the command line, e.g. max-rounds: [6, 10]); flags given on "
+                 "the command line override it.", is_eager=True, callback=config_file_callback),
+    _option("data", Path, ..., "--data", panel=P_DATA,
+            help="Task file (arena JSONL, VistaArena JSON/JSONL), datasets.json, or world dir."),
+    _option("root", Optional[Path], None, panel=P_DATA,
+            help="Dataset root for relative paths (default: the file's directory)."),
+    _option("fmt", Optional[str], None, "--format", panel=P_DATA,
+            help="Force a loader (world, tasks, vistaarena, ...)."),
+    _option("corpus", Optional[Path], None, panel=P_DATA,
+            help="Corpus directory (docs.jsonl) for offline text search."),
+    _option("limit", Optional[int], None, panel=P_DATA, min=1, help="Only the first N tasks (after the filters)."),
+    _option("task", list[str], [], panel=P_DATA, help="Only these task ids."),
+    _option("level", list[str], [], panel=P_DATA, help="Only tasks of these levels (e.g. L3; several: L2,L3)."),
+    _option("category", list[str], [], panel=P_DATA, help="Only tasks of these categories."),
+    _option("suite", list[str], [], panel=P_DATA, help="Only tasks of these suites (vistahop, mmir, ...)."),
 )
 """Data and task selection: which tasks (`DataSection`)."""
 
 
 AGENT_OPTIONS = (
-    _option("agent", list[str], typer.Option(["openai"], help="Agent(s): openai, scripted, smolagents, oracle, direct, "
-                                    "text-only, ... (several: scripted,openai).")),
-    _option("model", list[str], typer.Option([], help="Model(s) at the endpoint, for agents that take one (several: m1,m2).", rich_help_panel=P_AGENT)),
-    _option("base_url", Optional[str], typer.Option(None, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.", rich_help_panel=P_AGENT)),
-    _option("api_key_env", Optional[str], typer.Option(None, help="Environment variable holding the API key (never stored).", rich_help_panel=P_AGENT)),
-    _option("tool_mode", ToolMode, typer.Option("xml", help="xml (Qwen/Hermes <tool_call>, VistaArena) or native (tools= API).", rich_help_panel=P_AGENT)),
-    _option("temperature", Optional[float], typer.Option(None, min=0.0, help="Sampling temperature of the agent (default: not sent, "
-                                                "the server's default; paper: 0.7).", rich_help_panel=P_AGENT)),
-    _option("max_tokens", Optional[int], typer.Option(None, min=1, help="Max completion tokens per turn.", rich_help_panel=P_AGENT)),
-    _option("token_param", TokenParam, typer.Option("auto", help="Field for --max-tokens: auto (max_completion_tokens for OpenAI "
-                                    "o-series/gpt-5, else max_tokens), max_tokens or max_completion_tokens.", rich_help_panel=P_AGENT)),
-    _option("reasoning_effort", Optional[str], typer.Option(None, help="reasoning_effort sent to reasoning models "
-                                                   "(low, medium, high).", rich_help_panel=P_AGENT)),
-    _option("max_images", Optional[int], typer.Option(None, min=1, help="Images per request: older returned images are replaced by "
-                                             "a placeholder (default: learned from the server's errors).", rich_help_panel=P_AGENT)),
-    _option("max_context_tokens", Optional[int], typer.Option(None, min=1, help="Estimated prompt tokens per request: oldest "
-                                                     "observation images, then texts, are left out.", rich_help_panel=P_AGENT)),
-    _option("strict_answers", bool, typer.Option(False, help="Ask once for <answer> when a reply has neither a tool call "
-                                        "nor an <answer> tag (original: the reply is the answer).", rich_help_panel=P_AGENT)),
-    _option("parallel_tool_calls", Optional[bool], typer.Option(None, "--parallel-tool-calls/--no-parallel-tool-calls",
-                                                       help="Send parallel_tool_calls in native mode (default: "
-                                                       "not sent).", rich_help_panel=P_AGENT)),
-    _option("image_detail", Optional[ImageDetail], typer.Option(None, help="OpenAI image detail: low, high or auto (default: not "
-                                               "sent).", rich_help_panel=P_AGENT)),
-    _option("timeout", float, typer.Option(120.0, min=0.001, help="Per-request timeout in seconds.", rich_help_panel=P_AGENT)),
-    _option("image_max_pixels", int, typer.Option(1280 * 28 * 28, min=1, help="max_pixels of smart_resize for images sent to the "
-                                         "model.", rich_help_panel=P_AGENT)),
-    _option("script", Optional[Path], typer.Option(None, help="Action script (JSON/YAML) for --agent scripted.", rich_help_panel=P_AGENT)),
-    _option("agent_option", list[str], typer.Option([], help="Extra agent option key=value, JSON values allowed (every agent).", rich_help_panel=P_AGENT)),
+    _option("agent", list[str], ["openai"],
+            help="Agent(s): openai, scripted, smolagents, oracle, direct, text-only, ... (several: scripted,openai)."),
+    _option("model", list[str], [], panel=P_AGENT,
+            help="Model(s) at the endpoint, for agents that take one (several: m1,m2)."),
+    _option("base_url", Optional[str], None, panel=P_AGENT,
+            help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1."),
+    _option("api_key_env", Optional[str], None, panel=P_AGENT,
+            help="Environment variable holding the API key (never stored)."),
+    _option("tool_mode", ToolMode, "xml", panel=P_AGENT,
+            help="xml (Qwen/Hermes <tool_call>, VistaArena) or native (tools= API)."),
+    _option("temperature", Optional[float], None, panel=P_AGENT, min=0.0,
+            help="Sampling temperature of the agent (default: not sent, the server's default; paper: 0.7)."),
+    _option("max_tokens", Optional[int], None, panel=P_AGENT, min=1, help="Max completion tokens per turn."),
+    _option("token_param", TokenParam, "auto", panel=P_AGENT,
+            help="Field for --max-tokens: auto (max_completion_tokens for OpenAI o-series/gpt-5, else max_tokens), "
+                 "max_tokens or max_completion_tokens."),
+    _option("reasoning_effort", Optional[str], None, panel=P_AGENT,
+            help="reasoning_effort sent to reasoning models (low, medium, high)."),
+    _option("max_images", Optional[int], None, panel=P_AGENT, min=1,
+            help="Images per request: older returned images are replaced by a placeholder (default: learned from the "
+                 "server's errors)."),
+    _option("max_context_tokens", Optional[int], None, panel=P_AGENT, min=1,
+            help="Estimated prompt tokens per request: oldest observation images, then texts, are left out."),
+    _option("strict_answers", bool, False, panel=P_AGENT,
+            help="Ask once for <answer> when a reply has neither a tool call nor an <answer> tag (original: the "
+                 "reply is the answer)."),
+    _option("parallel_tool_calls", Optional[bool], None, "--parallel-tool-calls/--no-parallel-tool-calls",
+            panel=P_AGENT, help="Send parallel_tool_calls in native mode (default: not sent)."),
+    _option("image_detail", Optional[ImageDetail], None, panel=P_AGENT,
+            help="OpenAI image detail: low, high or auto (default: not sent)."),
+    _option("timeout", float, 120.0, panel=P_AGENT, min=0.001, help="Per-request timeout in seconds."),
+    _option("image_max_pixels", int, 1280 * 28 * 28, panel=P_AGENT, min=1,
+            help="max_pixels of smart_resize for images sent to the model."),
+    _option("script", Optional[Path], None, panel=P_AGENT, help="Action script (JSON/YAML) for --agent scripted."),
+    _option("agent_option", list[str], [], panel=P_AGENT,
+            help="Extra agent option key=value, JSON values allowed (every agent)."),
 )
 """Agent: who plays (`AgentsSection`)."""
 
 
 GRID_OPTIONS = (
-    _option("setting", list[str], typer.Option(["search+crop"], help="no-tool, search, search+crop, or tools joined by + "
-                                      "(several: no-tool,search).", rich_help_panel=P_GRID)),
-    _option("max_rounds", list[str], typer.Option(["10"], help="Round budget(s), whole numbers >= 1, e.g. 10 or 6,8,10.",
-                                         rich_help_panel=P_GRID)),
-    _option("repeats", int, typer.Option(1, min=1, help="Repeats per task (paper: 5).", rich_help_panel=P_GRID)),
-    _option("prefix_sharing", Optional[bool], typer.Option(
-        None, "--prefix-sharing/--no-prefix-sharing", rich_help_panel=P_GRID,
-        help="Derive smaller budgets from the largest one's trajectory (default: on unless --show-budget).")),
-    _option("seed", int, typer.Option(0, help="Seed of the grid (each episode's seed derives from it).", rich_help_panel=P_GRID)),
-    _option("final_answer_turn", Optional[bool], typer.Option(
-        None, "--final-answer-turn/--no-final-answer-turn", rich_help_panel=P_GRID,
-        help="Ask for an answer when the budget runs out (default: on under arena, off under original).")),
-    _option("stop_on_invalid", Optional[bool], typer.Option(
-        None, "--stop-on-invalid/--no-stop-on-invalid", rich_help_panel=P_GRID,
-        help="End an episode at an invalid turn (default: off under arena, on under original).")),
-    _option("show_budget", bool, typer.Option(False, help="Tell the agent its round budget (turns prefix sharing off).",
-                                     rich_help_panel=P_GRID)),
+    _option("setting", list[str], ["search+crop"], panel=P_GRID,
+            help="no-tool, search, search+crop, or tools joined by + (several: no-tool,search)."),
+    _option("max_rounds", list[str], ["10"], panel=P_GRID,
+            help="Round budget(s), whole numbers >= 1, e.g. 10 or 6,8,10."),
+    _option("repeats", int, 1, panel=P_GRID, min=1, help="Repeats per task (paper: 5)."),
+    _option("prefix_sharing", Optional[bool], None, "--prefix-sharing/--no-prefix-sharing", panel=P_GRID,
+            help="Derive smaller budgets from the largest one's trajectory (default: on unless --show-budget)."),
+    _option("seed", int, 0, panel=P_GRID, help="Seed of the grid (each episode's seed derives from it)."),
+    _option("final_answer_turn", Optional[bool], None, "--final-answer-turn/--no-final-answer-turn", panel=P_GRID,
+            help="Ask for an answer when the budget runs out (default: on under arena, off under original)."),
+    _option("stop_on_invalid", Optional[bool], None, "--stop-on-invalid/--no-stop-on-invalid", panel=P_GRID,
+            help="End an episode at an invalid turn (default: off under arena, on under original)."),
+    _option("show_budget", bool, False, panel=P_GRID,
+            help="Tell the agent its round budget (turns prefix sharing off)."),
 )
 """Grid: the cells (`GridSection`; the final-answer turn and invalid turns go to the budget)."""
 
 
 TOOLS_OPTIONS = (
-    _option("top_k", int, typer.Option(3, min=1, help="Text search results per call (paper: 3).", rich_help_panel=P_TOOLS)),
-    _option("bbox_coords", BBoxCoords, typer.Option("relative",
-                                    help="Crop box coordinates: relative (0-1000) or pixel.", rich_help_panel=P_TOOLS)),
-    _option("image_search", ImageSearchMode, typer.Option("auto",
-                                     help="Reverse image search: auto, stored, index; web (text-to-image lookup on "
-                                     "the live web); live (Google Lens of any image in context).",
-                                     rich_help_panel=P_TOOLS)),
-    _option("web", WebMode, typer.Option("offline",
-                            help="offline (world/corpus), live, record, replay or refresh (cassettes).",
-                            rich_help_panel=P_TOOLS)),
-    _option("cassette", Optional[Path], typer.Option(None, help="Cassette file (default with --web: <run>/cassettes.sqlite).",
-                                            rich_help_panel=P_TOOLS)),
-    _option("tool_option", list[str], typer.Option([], help="Extra tool option key=value (options of the run's tools).",
-                                          rich_help_panel=P_TOOLS)),
+    _option("top_k", int, 3, panel=P_TOOLS, min=1, help="Text search results per call (paper: 3)."),
+    _option("bbox_coords", BBoxCoords, "relative", panel=P_TOOLS,
+            help="Crop box coordinates: relative (0-1000) or pixel."),
+    _option("image_search", ImageSearchMode, "auto", panel=P_TOOLS,
+            help="Reverse image search: auto, stored, index; web (text-to-image lookup on the live web); live "
+                 "(Google Lens of any image in context)."),
+    _option("web", WebMode, "offline", panel=P_TOOLS,
+            help="offline (world/corpus), live, record, replay or refresh (cassettes)."),
+    _option("cassette", Optional[Path], None, panel=P_TOOLS,
+            help="Cassette file (default with --web: <run>/cassettes.sqlite)."),
+    _option("tool_option", list[str], [], panel=P_TOOLS,
+            help="Extra tool option key=value (options of the run's tools)."),
 )
 """Tools: the tools' options (`ToolOptions`)."""
 
 
 LIMITS_OPTIONS = (
-    _option("max_tokens_per_episode", Optional[int], typer.Option(
-        None, min=1, help="End an episode once its prompt + completion tokens reach this.", rich_help_panel=P_LIMITS)),
-    _option("max_seconds_per_episode", Optional[float], typer.Option(
-        None, min=0.001, help="End an episode once it has run this many seconds.", rich_help_panel=P_LIMITS)),
-    _option("tool_limit", list[str], typer.Option([], help="At most K calls of a tool per episode: TOOL=K (repeatable).",
-                                         rich_help_panel=P_LIMITS)),
+    _option("max_tokens_per_episode", Optional[int], None, panel=P_LIMITS, min=1,
+            help="End an episode once its prompt + completion tokens reach this."),
+    _option("max_seconds_per_episode", Optional[float], None, panel=P_LIMITS, min=0.001,
+            help="End an episode once it has run this many seconds."),
+    _option("tool_limit", list[str], [], panel=P_LIMITS,
+            help="At most K calls of a tool per episode: TOOL=K (repeatable)."),
 )
 """Limits: per episode (`Budget`) and of the run (`StopsSection`), and the errors the command accepts."""
 
 
 JUDGE_OPTIONS = (
-    _option("judge", str, typer.Option("auto", help="auto (each task's own), normalized, mcq, llm, or a suite's judge.",
-                              rich_help_panel=P_JUDGE)),
-    _option("judge_model", Optional[str], typer.Option(None, help="Model of a model-based judge.", rich_help_panel=P_JUDGE)),
-    _option("judge_base_url", Optional[str], typer.Option(None, help="OpenAI-compatible base URL of the judge model.",
-                                                 rich_help_panel=P_JUDGE)),
-    _option("judge_api_key_env", Optional[str], typer.Option(None, help="Environment variable holding the judge's API key.",
-                                                    rich_help_panel=P_JUDGE)),
-    _option("judge_with_image", Optional[str], typer.Option(None, help="true (default: the LLM judge sends the task image, "
-                                                   "as the paper's did) or false (text only).",
-                                                   rich_help_panel=P_JUDGE)),
-    _option("protocol", Optional[Protocol], typer.Option(
-        None, help="original (each suite's published pipeline, turn by turn) or arena (the arena's improvements); "
-                   "default: original for data in a published format, arena for generated worlds.",
-        rich_help_panel=P_GRID)),
-    _option("prompts", Optional[Path], typer.Option(
-        None, help="YAML file of prompt texts by template name (e.g. vistahop.judge.user, carv.judge.user, "
-                   "agent.system.intro) replacing the arena's wording, e.g. with a paper's published judge prompt or "
-                   "agent instructions; checked before the first episode (docs/protocols.md, Prompt texts).",
-        rich_help_panel=P_JUDGE)),
+    _option("judge", str, "auto", panel=P_JUDGE,
+            help="auto (each task's own), normalized, mcq, llm, or a suite's judge."),
+    _option("judge_model", Optional[str], None, panel=P_JUDGE, help="Model of a model-based judge."),
+    _option("judge_base_url", Optional[str], None, panel=P_JUDGE,
+            help="OpenAI-compatible base URL of the judge model."),
+    _option("judge_api_key_env", Optional[str], None, panel=P_JUDGE,
+            help="Environment variable holding the judge's API key."),
+    _option("judge_with_image", Optional[str], None, panel=P_JUDGE,
+            help="true (default: the LLM judge sends the task image, as the paper's did) or false (text only)."),
+    _option("protocol", Optional[Protocol], None, panel=P_GRID,
+            help="original (each suite's published pipeline, turn by turn) or arena (the arena's improvements); "
+                 "default: original for data in a published format, arena for generated worlds."),
+    _option("prompts", Optional[Path], None, panel=P_JUDGE,
+            help="YAML file of prompt texts by template name (e.g. vistahop.judge.user, carv.judge.user, "
+                 "agent.system.intro) replacing the arena's wording, e.g. with a paper's published judge prompt or "
+                 "agent instructions; checked before the first episode (docs/protocols.md, Prompt texts)."),
 )
 """Judge: who scores (`JudgeSection`); `--protocol` shows in the Grid panel."""
 
 
 SCHEDULE_OPTIONS = (
-    _option("concurrency", int, typer.Option(8, min=1, help="Episodes in flight.", rich_help_panel=P_SCHED)),
-    _option("backend", BackendName, typer.Option("asyncio", help="asyncio or ray.",
-                                rich_help_panel=P_SCHED)),
-    _option("ray_address", Optional[str], typer.Option(None, help="Ray cluster address (default: start a local one).",
-                                              rich_help_panel=P_SCHED)),
-    _option("ray_workers", Optional[int], typer.Option(None, min=1, help="Ray worker actors (default: the cluster's CPUs).",
-                                              rich_help_panel=P_SCHED)),
-    _option("ray_shared_dir", bool, typer.Option(False, help="The run directory is on a filesystem every Ray node mounts at "
-                                        "the same path: actors append their episodes' records there themselves.",
-                                        rich_help_panel=P_SCHED)),
-    _option("workers", Optional[int], typer.Option(None, min=1, help="Worker processes playing episodes on this machine "
-                                          "(asyncio backend; default: none, this process plays them).",
-                                          rich_help_panel=P_SCHED)),
-    _option("max_parallel", Optional[int], typer.Option(None, min=1, help="Max requests in flight per model endpoint.",
-                                               rich_help_panel=P_SCHED)),
-    _option("rpm", Optional[float], typer.Option(None, min=0.001, help="Max requests per minute per model endpoint.",
-                                        rich_help_panel=P_SCHED)),
-    _option("endpoint_limit", list[str], typer.Option([], help="Limits of one endpoint: URL=PARALLEL:PER_MINUTE.",
-                                             rich_help_panel=P_SCHED)),
+    _option("concurrency", int, 8, panel=P_SCHED, min=1, help="Episodes in flight."),
+    _option("backend", BackendName, "asyncio", panel=P_SCHED, help="asyncio or ray."),
+    _option("ray_address", Optional[str], None, panel=P_SCHED,
+            help="Ray cluster address (default: start a local one)."),
+    _option("ray_workers", Optional[int], None, panel=P_SCHED, min=1,
+            help="Ray worker actors (default: the cluster's CPUs)."),
+    _option("ray_shared_dir", bool, False, panel=P_SCHED,
+            help="The run directory is on a filesystem every Ray node mounts at the same path: actors append their "
+                 "episodes' records there themselves."),
+    _option("workers", Optional[int], None, panel=P_SCHED, min=1,
+            help="Worker processes playing episodes on this machine (asyncio backend; default: none, this process "
+                 "plays them)."),
+    _option("max_parallel", Optional[int], None, panel=P_SCHED, min=1,
+            help="Max requests in flight per model endpoint."),
+    _option("rpm", Optional[float], None, panel=P_SCHED, min=0.001, help="Max requests per minute per model endpoint."),
+    _option("endpoint_limit", list[str], [], panel=P_SCHED, help="Limits of one endpoint: URL=PARALLEL:PER_MINUTE."),
 )
 """Scheduling (`ScheduleSection`)."""
 
 
 OUTPUT_OPTIONS = (
-    _option("run_id", Optional[str], typer.Option(None, help="Run id (default: derived from data, agents and grid).",
-                                         rich_help_panel=P_OUTPUT)),
-    _option("out", Path, typer.Option(Path("logs"), help="Directory of run directories.", rich_help_panel=P_OUTPUT)),
-    _option("force", bool, typer.Option(False, help="Continue a run whose configuration changed.", rich_help_panel=P_OUTPUT)),
-    _option("transcript", bool, typer.Option(True, help="Keep every model call exactly as sent and received (calls.jsonl; "
-                                    "arena transcript).", rich_help_panel=P_OUTPUT)),
-    _option("retry_errors", bool, typer.Option(False, help="Also play again episodes the server rejected (rejected, "
-                                      "context_overflow); transient errors are always retried.",
-                                      rich_help_panel=P_OUTPUT)),
+    _option("run_id", Optional[str], None, panel=P_OUTPUT,
+            help="Run id (default: derived from data, agents and grid)."),
+    _option("out", Path, Path("logs"), panel=P_OUTPUT, help="Directory of run directories."),
+    _option("force", bool, False, panel=P_OUTPUT, help="Continue a run whose configuration changed."),
+    _option("transcript", bool, True, panel=P_OUTPUT,
+            help="Keep every model call exactly as sent and received (calls.jsonl; arena transcript)."),
+    _option("retry_errors", bool, False, panel=P_OUTPUT,
+            help="Also play again episodes the server rejected (rejected, context_overflow); transient errors are "
+                 "always retried."),
 )
 """Output (`OutputSection`) and `--force`."""
 
 
 STOPS_OPTIONS = (
-    _option("fail_fast", int, typer.Option(3, min=0, help="Stop the run when the first N requests to an endpoint (agent or "
-                                  "judge) are all refused (wrong model, bad key, unsupported parameter); 0: never.",
-                                  rich_help_panel=P_LIMITS)),
-    _option("price", Optional[str], typer.Option(None, help="Agent price IN,OUT in dollars per million prompt/completion "
-                                        "tokens (default: the table of known models).", rich_help_panel=P_LIMITS)),
-    _option("max_cost", Optional[float], typer.Option(None, min=0.0, help="Stop the run once its recorded cost reaches this "
-                                             "many dollars.", rich_help_panel=P_LIMITS)),
-    _option("max_error_share", float, typer.Option(0.0, min=0.0, max=1.0, help="Share of episodes (0-1) that may end in an "
-                                          "error (error, rejected, context overflow: left out of Pass@1) before "
-                                          "the command exits 1; default 0: any.", rich_help_panel=P_LIMITS)),
+    _option("fail_fast", int, 3, panel=P_LIMITS, min=0,
+            help="Stop the run when the first N requests to an endpoint (agent or judge) are all refused (wrong "
+                 "model, bad key, unsupported parameter); 0: never."),
+    _option("price", Optional[str], None, panel=P_LIMITS,
+            help="Agent price IN,OUT in dollars per million prompt/completion tokens (default: the table of known "
+                 "models)."),
+    _option("max_cost", Optional[float], None, panel=P_LIMITS, min=0.0,
+            help="Stop the run once its recorded cost reaches this many dollars."),
+    _option("max_error_share", float, 0.0, panel=P_LIMITS, min=0.0, max=1.0,
+            help="Share of episodes (0-1) that may end in an error (error, rejected, context overflow: left out of "
+                 "Pass@1) before the command exits 1; default 0: any."),
 )
 """Limits of the run (`StopsSection`) and the errors the command accepts; in the Limits panel."""
 

@@ -16,7 +16,7 @@ import traceback
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Awaitable, Literal
 
 from .agent import Agent, AgentError, AgentTurn, EpisodeView, Prompting
 from .blobs import BlobStore
@@ -27,11 +27,13 @@ from .images import ImageError
 from .paths import PathEscapeError
 from .protocol import TurnRule, extract_answer, tool_name_problem
 from .task import Task, TaskRef
-from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage
+from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage, ToolResult
 from .trajectory import Episode, Observation, Step, Totals, Usage, clip, episode_key
 from .untrusted import MAX_ARGUMENT_CHARS, clean_text, clean_value
 
 MAX_OBSERVATION_CHARS = 32_000
+_ARGUMENTS_JSON = json.JSONEncoder(default=str)
+"""How arguments are measured against MAX_ARGUMENT_CHARS: `json.dumps(arguments, default=str)`, its encoder made once."""
 logger = logging.getLogger(__name__)
 
 
@@ -126,7 +128,7 @@ class _Run:
             arguments = clean_value(turn.arguments, "arguments", notes)
             if arguments is not None and not isinstance(arguments, dict):
                 raise ValueError(f"the arguments must be a JSON object, got {type(arguments).__name__}")
-            if arguments and len(json.dumps(arguments, default=str)) > MAX_ARGUMENT_CHARS:
+            if arguments and len(_ARGUMENTS_JSON.encode(arguments)) > MAX_ARGUMENT_CHARS:
                 raise ValueError(f"the arguments are over the limit of {MAX_ARGUMENT_CHARS:,} characters")
         except (ValueError, TypeError) as exc:
             action, arguments, error = "invalid", None, f"{text(turn.tool, 'tool')}: {exc}"
@@ -152,7 +154,7 @@ class _Run:
                           episode=self.id)
         started = time.perf_counter()
         try:
-            result = await asyncio.wait_for(tool(step.arguments or {}, ctx), tool.options.tool_timeout)
+            result = await within(tool(step.arguments or {}, ctx), tool.options.tool_timeout)
         except ToolArgumentError as exc:
             step.tool_seconds = time.perf_counter() - started
             return self.invalid(step, str(exc))
@@ -260,13 +262,31 @@ class _Run:
         return None
 
 
+async def within(call: Awaitable[ToolResult], seconds: float) -> ToolResult:
+    """`await call`, cancelled after `seconds` (then asyncio.TimeoutError). Since Python 3.11 in the episode's own
+    task (`asyncio.timeout`); `asyncio.wait_for` of 3.10 and 3.11 runs it in a task of its own, a task and a loop
+    iteration more per tool call."""
+    if _TIMEOUT is None:
+        return await asyncio.wait_for(call, seconds)
+    async with _TIMEOUT(seconds):
+        return await call
+
+
+_TIMEOUT = getattr(asyncio, "timeout", None)
+_TEXTS = ("output", "tool", "call_id", "raw_call", "answer", "error", "reasoning")
+
+
 def typed_turn(turn: AgentTurn) -> AgentTurn:
     """The turn with every text field a string: whatever JSON an agent passed on from a model (a tool name that is a
     list, a call id that is a number) is shown as its JSON, and a tool name that is not a string makes the turn an
     invalid one whose error says so (any agent: the OpenAI agent checks its own calls, plug-ins may not)."""
-    texts = ("output", "tool", "call_id", "raw_call", "answer", "error", "reasoning")
-    odd = {name: getattr(turn, name) for name in texts
-           if getattr(turn, name) is not None and not isinstance(getattr(turn, name), str)}
+    texts = (turn.output, turn.tool, turn.call_id, turn.raw_call, turn.answer, turn.error, turn.reasoning)
+    for value in texts:
+        if value is not None and type(value) is not str:  # (a subclass of str is looked at below)
+            break
+    else:
+        return turn
+    odd = {name: value for name, value in zip(_TEXTS, texts) if value is not None and not isinstance(value, str)}
     if not odd:
         return turn
     shown = {name: json.dumps(value, default=str) for name, value in odd.items()}

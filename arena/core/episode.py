@@ -73,7 +73,9 @@ class _Run:
         """The episode's id: its record's, and its tools' key for per-episode state (`ToolContext.episode`)."""
         self.steps: list[Step] = []
         self.images: list[ContextImage] = []
-        self.totals = Totals()
+        self.tool_calls, self.invalid_calls, self.ignored_calls = 0, 0, 0
+        self.calls_per_tool: dict[str, int] = {}
+        """The counts of `Totals`, kept as plain numbers until the episode's record is made (`totals`)."""
         self.usage = Usage()
         self.tools = {tool.name: tool for tool in spec.tools}
 
@@ -118,10 +120,11 @@ class _Run:
             turn = dataclasses.replace(turn, action=parsed.kind, tool=parsed.tool, arguments=parsed.arguments,
                                        raw_call=parsed.raw_call, answer=parsed.answer, error=parsed.error,
                                        ignored_calls=parsed.ignored_calls)
-        notes: list[str] = [n for n in (clean_text(clip(n, 2048), "note", []) for n in turn.notes) if n]
+        notes: list[str] = [n for n in (clean_text(clip(n, 2048), "note", []) for n in turn.notes) if n] \
+            if turn.notes else []
 
         def text(value: str | None, name: str, limit: int = 65_536) -> str | None:
-            return clean_text(clip(value, limit), name, notes)
+            return None if value is None else clean_text(clip(value, limit), name, notes)
 
         action, arguments, error = turn.action, None, text(turn.error, "error", 8192)
         try:
@@ -144,7 +147,7 @@ class _Run:
         name = step.tool or ""
         tool = self.tools.get(name)
         limit = self.spec.budget.tool_limits.get(name)
-        used = self.totals.calls_per_tool.get(name, 0)
+        used = self.calls_per_tool.get(name, 0)
         if tool is None:
             available = ", ".join(self.tools) or "none in this setting; answer inside <answer></answer>"
             return self.invalid(step, f"unknown tool {name!r}; available tools: {available}")
@@ -192,13 +195,13 @@ class _Run:
 
     def count_call(self, name: str) -> None:
         """Count one executed call of tool `name`."""
-        self.totals.tool_calls += 1
-        self.totals.calls_per_tool[name] = self.totals.calls_per_tool.get(name, 0) + 1
+        self.tool_calls += 1
+        self.calls_per_tool[name] = self.calls_per_tool.get(name, 0) + 1
 
     def invalid(self, step: Step, message: str) -> None:
         step.error = message
         step.observation = Observation(text=f"Error: {message}", error=True, data={"invalid": True})
-        self.totals.invalid_calls += 1
+        self.invalid_calls += 1
 
     async def play_prefix(self) -> None:
         """Append the spec's recorded steps, counting them as if they had just happened."""
@@ -213,7 +216,7 @@ class _Run:
                                  f"{self.spec.budget.max_rounds} rounds")
             step = recorded.model_copy(deep=True)
             self.usage = self.usage + step.usage
-            self.totals.ignored_calls += step.ignored_calls
+            self.ignored_calls += step.ignored_calls
             self.steps.append(step)
             if self.spec.prefix_mode == "replay":
                 step.observation = None
@@ -223,7 +226,7 @@ class _Run:
                     step.error = None
                     await self.call_tool(step)
             elif step.action == "invalid":
-                self.totals.invalid_calls += 1
+                self.invalid_calls += 1
             else:
                 await self.reuse_observation(step, where)
 
@@ -238,7 +241,7 @@ class _Run:
             indices.append(len(self.images) - 1)
         observation.image_indices = indices
         if observation.data.get("invalid"):
-            self.totals.invalid_calls += 1
+            self.invalid_calls += 1
             return
         self.count_call(step.tool or "")
 
@@ -251,6 +254,16 @@ class _Run:
                 await tool.end_episode(ctx)
             except Exception as exc:  # cleanup must not lose the episode
                 logger.warning("%s.end_episode failed: %s: %s", tool.name, type(exc).__name__, exc)
+
+    def totals(self, seconds: float) -> Totals:
+        """The episode's totals: its counts, tokens and times."""
+        usage, steps = self.usage, self.steps
+        return Totals(rounds=sum(1 for s in steps if not s.final_turn), tool_calls=self.tool_calls,
+                      calls_per_tool=self.calls_per_tool, invalid_calls=self.invalid_calls,
+                      ignored_calls=self.ignored_calls, prompt_tokens=usage.prompt_tokens,
+                      completion_tokens=usage.completion_tokens, cached_tokens=usage.cached_tokens,
+                      reasoning_tokens=usage.reasoning_tokens, model_seconds=sum(s.model_seconds for s in steps),
+                      tool_seconds=sum(s.tool_seconds for s in steps), seconds=seconds)
 
     def out_of_budget(self, started: float) -> str | None:
         budget = self.spec.budget
@@ -314,7 +327,7 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
                 break
             turn, seconds = await run.act(round_, final=False)
             step = run.step_from(turn, round_, seconds, final=False)
-            run.totals.ignored_calls += step.ignored_calls
+            run.ignored_calls += step.ignored_calls
             run.steps.append(step)
             if step.action == "answer":
                 answer, finish = step.answer, "answered"
@@ -339,7 +352,7 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
                 if not tagged:
                     answer = None
                     step.error = step.error or "no answer in the final turn"
-                    run.totals.ignored_calls += 1 if step.action == "tool_call" else 0
+                    run.ignored_calls += 1 if step.action == "tool_call" else 0
     except AgentError as exc:
         finish, error = exc.finish_reason, str(exc)
     except (ImageError, PathEscapeError, ToolOutage) as exc:
@@ -347,12 +360,7 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
     except Exception as exc:  # an arena bug: record it, keep the run going
         finish, error = "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
     await run.end_episode()
-    totals = run.totals
-    totals.rounds = sum(1 for s in run.steps if not s.final_turn)
-    totals = totals.model_copy(update=run.usage.model_dump())
-    totals.model_seconds = sum(s.model_seconds for s in run.steps)
-    totals.tool_seconds = sum(s.tool_seconds for s in run.steps)
-    totals.seconds = time.perf_counter() - started
+    totals = run.totals(time.perf_counter() - started)
     return Episode(
         id=run.id, run_id=spec.run_id, key=spec.key, task=TaskRef.of(spec.task),
         agent=spec.agent.id, setting=spec.setting, tools=[t.name for t in spec.tools], budget=spec.budget,

@@ -199,15 +199,18 @@ class Tool(ABC):
 MAX_ARGUMENT_NUMBER = 1e15
 
 
-def _check_numbers(tool: str, value: Any, where: str) -> None:
-    """Reject a non-finite or absurdly large number anywhere in the arguments, naming where it is."""
-    if isinstance(value, (dict, list)):
-        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
-            _check_numbers(tool, item, f"{where}.{key}" if isinstance(value, dict) else f"{where}[{key}]")
-    elif isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= MAX_ARGUMENT_NUMBER:
-        problem = "is a non-finite number" if isinstance(value, float) and not math.isfinite(value) else "is too large"
-        raise ToolArgumentError(f"invalid arguments for {tool}: {where} {problem} ({str(value)[:24]}; numbers in tool "
-                                f"arguments must be finite and at most {MAX_ARGUMENT_NUMBER:g} in magnitude)")
+def _check_numbers(tool: str, value: dict[str, Any] | list[Any], where: str) -> None:
+    """Reject a non-finite or absurdly large number anywhere in the arguments (a JSON object or array), naming where
+    it is."""
+    named = isinstance(value, dict)
+    for key, item in value.items() if named else enumerate(value):
+        if isinstance(item, (dict, list)):
+            _check_numbers(tool, item, f"{where}.{key}" if named else f"{where}[{key}]")
+        elif isinstance(item, (int, float)) and not isinstance(item, bool) and not abs(item) <= MAX_ARGUMENT_NUMBER:
+            problem = "is a non-finite number" if isinstance(item, float) and not math.isfinite(item) else "is too large"
+            raise ToolArgumentError(f"invalid arguments for {tool}: {where}{f'.{key}' if named else f'[{key}]'} "
+                                    f"{problem} ({str(item)[:24]}; numbers in tool arguments must be finite and at "
+                                    f"most {MAX_ARGUMENT_NUMBER:g} in magnitude)")
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -180,7 +180,8 @@ class _Run:
         else:
             indices, blob_ids = [], []
             for image in result.images:
-                blob_id = await asyncio.to_thread(self.blobs.put_image, image)
+                # an image stored already (the same crop in another round or episode) needs no trip to a thread
+                blob_id = self.blobs.held_image(image) or await asyncio.to_thread(self.blobs.put_image, image)
                 self.images.append(ContextImage(blob_id, source=name, image=image))
                 indices.append(len(self.images) - 1)
                 blob_ids.append(blob_id)

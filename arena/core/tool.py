@@ -156,15 +156,19 @@ class Tool(ABC):
 
     def cached_schema(self) -> dict[str, Any]:
         """`schema()`, computed once per tool instance (options do not change during a run)."""
-        if not hasattr(self, "_schema"):
-            self._schema = self.schema()
-        return self._schema
+        try:
+            return self._schema
+        except AttributeError:
+            self._schema: dict[str, Any] = self.schema()
+            return self._schema
 
     def prompt_line(self) -> str:
         """The schema as its line of the tools prompt block, rendered once per instance (asked on every request)."""
-        if not hasattr(self, "_prompt_line"):
+        try:
+            return self._prompt_line
+        except AttributeError:
             self._prompt_line = json.dumps(self.cached_schema(), ensure_ascii=False)
-        return self._prompt_line
+            return self._prompt_line
 
     def parse_args(self, arguments: Any) -> BaseModel:
         if not isinstance(arguments, dict):
@@ -235,4 +239,4 @@ def register_tool(cls: type[Tool]) -> type[Tool]:
 
 
 def tools_prompt_block(tools: list[Tool]) -> str:
-    return "\n".join(t.prompt_line() for t in tools)
+    return "\n".join([t.prompt_line() for t in tools])

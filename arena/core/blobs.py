@@ -10,7 +10,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from .context_image import LRU, png_of
+from .context_image import LRU, known_png, png_of
 from .images import decode_image
 
 
@@ -29,6 +29,12 @@ def content_id(data: bytes, ext: str) -> str:
         if type(data) is bytes:  # a bytearray may change between two puts: never kept
             _IDS.put(id(data), kept)
     return f"sha256:{kept[1]}.{ext}"
+
+
+def known_content_id(data: bytes, ext: str) -> str | None:
+    """`content_id(data, ext)` if `_IDS` holds it (no hashing), else None."""
+    kept = _IDS.get(id(data))
+    return None if kept is None else f"sha256:{kept[1]}.{ext}"
 
 
 class BlobStore:
@@ -73,6 +79,19 @@ class BlobStore:
 
     def put_image(self, image: Image.Image) -> str:
         return self.put(png_of(image), "png")
+
+    def held_image(self, image: Image.Image) -> str | None:
+        """`put_image(image)`'s id when it takes no work at all (so an event loop may ask): the image's PNG and that
+        PNG's id are in memory (`known_png`, `known_content_id`) and the store knows it holds the blob (`holds`).
+        Else None: `put_image` may encode, hash, look at the disk or write (work for a thread)."""
+        png = known_png(image)
+        blob_id = None if png is None else known_content_id(png, "png")
+        return blob_id if blob_id is not None and self.holds(blob_id) else None
+
+    def holds(self, blob_id: str) -> bool:
+        """Whether the store knows without any I/O that it holds `blob_id` (this one never does; a store that
+        remembers what it stored says so)."""
+        return False
 
     def put_file(self, path: str | Path) -> str:
         """Store a file, named by the hash of the copy made. (A run's store remembers files' digests across uses and

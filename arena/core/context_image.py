@@ -63,10 +63,16 @@ _INFLIGHT: dict[tuple, asyncio.Future] = {}
 
 def png_of(image: Image.Image) -> bytes:
     """PNG (level 1, Z_RLE) of an image never modified in place, encoded once per object while it stays in `PNGS`."""
+    png = known_png(image)
+    if png is None:
+        PNGS.put(id(image), (image, png := encode_png(image, 1, rle=True)))
+    return png
+
+
+def known_png(image: Image.Image) -> bytes | None:
+    """`png_of(image)` if `PNGS` holds it (no encoding), else None."""
     kept = PNGS.get(id(image))
-    if kept is None or kept[0] is not image:
-        PNGS.put(id(image), kept := (image, encode_png(image, 1, rle=True)))
-    return kept[1]
+    return kept[1] if kept is not None and kept[0] is image else None
 
 
 async def single_flight(key: tuple, cache: LRU, compute):

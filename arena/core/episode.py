@@ -16,7 +16,7 @@ import traceback
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Awaitable, Literal
 
 from .agent import Agent, AgentError, AgentTurn, EpisodeView, Prompting
 from .blobs import BlobStore
@@ -27,11 +27,13 @@ from .images import ImageError
 from .paths import PathEscapeError
 from .protocol import TurnRule, extract_answer, tool_name_problem
 from .task import Task, TaskRef
-from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage
+from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage, ToolResult
 from .trajectory import Episode, Observation, Step, Totals, Usage, clip, episode_key
 from .untrusted import MAX_ARGUMENT_CHARS, clean_text, clean_value
 
 MAX_OBSERVATION_CHARS = 32_000
+_ARGUMENTS_JSON = json.JSONEncoder(default=str)
+"""How arguments are measured against MAX_ARGUMENT_CHARS: `json.dumps(arguments, default=str)`, its encoder made once."""
 logger = logging.getLogger(__name__)
 
 
@@ -71,7 +73,9 @@ class _Run:
         """The episode's id: its record's, and its tools' key for per-episode state (`ToolContext.episode`)."""
         self.steps: list[Step] = []
         self.images: list[ContextImage] = []
-        self.totals = Totals()
+        self.tool_calls, self.invalid_calls, self.ignored_calls = 0, 0, 0
+        self.calls_per_tool: dict[str, int] = {}
+        """The counts of `Totals`, kept as plain numbers until the episode's record is made (`totals`)."""
         self.usage = Usage()
         self.tools = {tool.name: tool for tool in spec.tools}
 
@@ -116,17 +120,18 @@ class _Run:
             turn = dataclasses.replace(turn, action=parsed.kind, tool=parsed.tool, arguments=parsed.arguments,
                                        raw_call=parsed.raw_call, answer=parsed.answer, error=parsed.error,
                                        ignored_calls=parsed.ignored_calls)
-        notes: list[str] = [n for n in (clean_text(clip(n, 2048), "note", []) for n in turn.notes) if n]
+        notes: list[str] = [n for n in (clean_text(clip(n, 2048), "note", []) for n in turn.notes) if n] \
+            if turn.notes else []
 
         def text(value: str | None, name: str, limit: int = 65_536) -> str | None:
-            return clean_text(clip(value, limit), name, notes)
+            return None if value is None else clean_text(clip(value, limit), name, notes)
 
         action, arguments, error = turn.action, None, text(turn.error, "error", 8192)
         try:
             arguments = clean_value(turn.arguments, "arguments", notes)
             if arguments is not None and not isinstance(arguments, dict):
                 raise ValueError(f"the arguments must be a JSON object, got {type(arguments).__name__}")
-            if arguments and len(json.dumps(arguments, default=str)) > MAX_ARGUMENT_CHARS:
+            if arguments and len(_ARGUMENTS_JSON.encode(arguments)) > MAX_ARGUMENT_CHARS:
                 raise ValueError(f"the arguments are over the limit of {MAX_ARGUMENT_CHARS:,} characters")
         except (ValueError, TypeError) as exc:
             action, arguments, error = "invalid", None, f"{text(turn.tool, 'tool')}: {exc}"
@@ -142,7 +147,7 @@ class _Run:
         name = step.tool or ""
         tool = self.tools.get(name)
         limit = self.spec.budget.tool_limits.get(name)
-        used = self.totals.calls_per_tool.get(name, 0)
+        used = self.calls_per_tool.get(name, 0)
         if tool is None:
             available = ", ".join(self.tools) or "none in this setting; answer inside <answer></answer>"
             return self.invalid(step, f"unknown tool {name!r}; available tools: {available}")
@@ -152,7 +157,7 @@ class _Run:
                           episode=self.id)
         started = time.perf_counter()
         try:
-            result = await asyncio.wait_for(tool(step.arguments or {}, ctx), tool.options.tool_timeout)
+            result = await within(tool(step.arguments or {}, ctx), tool.options.tool_timeout)
         except ToolArgumentError as exc:
             step.tool_seconds = time.perf_counter() - started
             return self.invalid(step, str(exc))
@@ -175,7 +180,8 @@ class _Run:
         else:
             indices, blob_ids = [], []
             for image in result.images:
-                blob_id = await asyncio.to_thread(self.blobs.put_image, image)
+                # an image stored already (the same crop in another round or episode) needs no trip to a thread
+                blob_id = self.blobs.held_image(image) or await asyncio.to_thread(self.blobs.put_image, image)
                 self.images.append(ContextImage(blob_id, source=name, image=image))
                 indices.append(len(self.images) - 1)
                 blob_ids.append(blob_id)
@@ -190,13 +196,13 @@ class _Run:
 
     def count_call(self, name: str) -> None:
         """Count one executed call of tool `name`."""
-        self.totals.tool_calls += 1
-        self.totals.calls_per_tool[name] = self.totals.calls_per_tool.get(name, 0) + 1
+        self.tool_calls += 1
+        self.calls_per_tool[name] = self.calls_per_tool.get(name, 0) + 1
 
     def invalid(self, step: Step, message: str) -> None:
         step.error = message
         step.observation = Observation(text=f"Error: {message}", error=True, data={"invalid": True})
-        self.totals.invalid_calls += 1
+        self.invalid_calls += 1
 
     async def play_prefix(self) -> None:
         """Append the spec's recorded steps, counting them as if they had just happened."""
@@ -211,7 +217,7 @@ class _Run:
                                  f"{self.spec.budget.max_rounds} rounds")
             step = recorded.model_copy(deep=True)
             self.usage = self.usage + step.usage
-            self.totals.ignored_calls += step.ignored_calls
+            self.ignored_calls += step.ignored_calls
             self.steps.append(step)
             if self.spec.prefix_mode == "replay":
                 step.observation = None
@@ -221,7 +227,7 @@ class _Run:
                     step.error = None
                     await self.call_tool(step)
             elif step.action == "invalid":
-                self.totals.invalid_calls += 1
+                self.invalid_calls += 1
             else:
                 await self.reuse_observation(step, where)
 
@@ -236,7 +242,7 @@ class _Run:
             indices.append(len(self.images) - 1)
         observation.image_indices = indices
         if observation.data.get("invalid"):
-            self.totals.invalid_calls += 1
+            self.invalid_calls += 1
             return
         self.count_call(step.tool or "")
 
@@ -250,6 +256,16 @@ class _Run:
             except Exception as exc:  # cleanup must not lose the episode
                 logger.warning("%s.end_episode failed: %s: %s", tool.name, type(exc).__name__, exc)
 
+    def totals(self, seconds: float) -> Totals:
+        """The episode's totals: its counts, tokens and times."""
+        usage, steps = self.usage, self.steps
+        return Totals(rounds=sum(1 for s in steps if not s.final_turn), tool_calls=self.tool_calls,
+                      calls_per_tool=self.calls_per_tool, invalid_calls=self.invalid_calls,
+                      ignored_calls=self.ignored_calls, prompt_tokens=usage.prompt_tokens,
+                      completion_tokens=usage.completion_tokens, cached_tokens=usage.cached_tokens,
+                      reasoning_tokens=usage.reasoning_tokens, model_seconds=sum(s.model_seconds for s in steps),
+                      tool_seconds=sum(s.tool_seconds for s in steps), seconds=seconds)
+
     def out_of_budget(self, started: float) -> str | None:
         budget = self.spec.budget
         if budget.max_seconds is not None and time.perf_counter() - started >= budget.max_seconds:
@@ -260,13 +276,31 @@ class _Run:
         return None
 
 
+async def within(call: Awaitable[ToolResult], seconds: float) -> ToolResult:
+    """`await call`, cancelled after `seconds` (then asyncio.TimeoutError). Since Python 3.11 in the episode's own
+    task (`asyncio.timeout`); `asyncio.wait_for` of 3.10 and 3.11 runs it in a task of its own, a task and a loop
+    iteration more per tool call."""
+    if _TIMEOUT is None:
+        return await asyncio.wait_for(call, seconds)
+    async with _TIMEOUT(seconds):
+        return await call
+
+
+_TIMEOUT = getattr(asyncio, "timeout", None)
+_TEXTS = ("output", "tool", "call_id", "raw_call", "answer", "error", "reasoning")
+
+
 def typed_turn(turn: AgentTurn) -> AgentTurn:
     """The turn with every text field a string: whatever JSON an agent passed on from a model (a tool name that is a
     list, a call id that is a number) is shown as its JSON, and a tool name that is not a string makes the turn an
     invalid one whose error says so (any agent: the OpenAI agent checks its own calls, plug-ins may not)."""
-    texts = ("output", "tool", "call_id", "raw_call", "answer", "error", "reasoning")
-    odd = {name: getattr(turn, name) for name in texts
-           if getattr(turn, name) is not None and not isinstance(getattr(turn, name), str)}
+    texts = (turn.output, turn.tool, turn.call_id, turn.raw_call, turn.answer, turn.error, turn.reasoning)
+    for value in texts:
+        if value is not None and type(value) is not str:  # (a subclass of str is looked at below)
+            break
+    else:
+        return turn
+    odd = {name: value for name, value in zip(_TEXTS, texts) if value is not None and not isinstance(value, str)}
     if not odd:
         return turn
     shown = {name: json.dumps(value, default=str) for name, value in odd.items()}
@@ -294,7 +328,7 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
                 break
             turn, seconds = await run.act(round_, final=False)
             step = run.step_from(turn, round_, seconds, final=False)
-            run.totals.ignored_calls += step.ignored_calls
+            run.ignored_calls += step.ignored_calls
             run.steps.append(step)
             if step.action == "answer":
                 answer, finish = step.answer, "answered"
@@ -319,7 +353,7 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
                 if not tagged:
                     answer = None
                     step.error = step.error or "no answer in the final turn"
-                    run.totals.ignored_calls += 1 if step.action == "tool_call" else 0
+                    run.ignored_calls += 1 if step.action == "tool_call" else 0
     except AgentError as exc:
         finish, error = exc.finish_reason, str(exc)
     except (ImageError, PathEscapeError, ToolOutage) as exc:
@@ -327,12 +361,7 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
     except Exception as exc:  # an arena bug: record it, keep the run going
         finish, error = "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"
     await run.end_episode()
-    totals = run.totals
-    totals.rounds = sum(1 for s in run.steps if not s.final_turn)
-    totals = totals.model_copy(update=run.usage.model_dump())
-    totals.model_seconds = sum(s.model_seconds for s in run.steps)
-    totals.tool_seconds = sum(s.tool_seconds for s in run.steps)
-    totals.seconds = time.perf_counter() - started
+    totals = run.totals(time.perf_counter() - started)
     return Episode(
         id=run.id, run_id=spec.run_id, key=spec.key, task=TaskRef.of(spec.task),
         agent=spec.agent.id, setting=spec.setting, tools=[t.name for t in spec.tools], budget=spec.budget,

@@ -17,7 +17,7 @@ def resolve_inside(root: str | Path, relative: str, *, where: str = "") -> Path:
         raise PathEscapeError(f"{at}path {relative!r} contains a NUL byte")
     root_path = _resolved_root(str(root))
     candidate = _resolved(root_path, relative)
-    if candidate != root_path and root_path not in candidate.parents:
+    if candidate.parts[:len(root_path.parts)] != root_path.parts:  # (the root itself, or a path below it)
         raise PathEscapeError(f"{at}path {relative!r} escapes the dataset root {root_path}")
     return candidate
 

@@ -153,7 +153,11 @@ def extract_answer(text: str) -> tuple[str | None, bool]:
     """The content of the last `<answer>` block (thinking removed), else the visible text.
     Returns (answer or None when empty, whether it was tagged)."""
     visible, _ = split_thinking(text[:MAX_PARSED_CHARS])
-    found = _answers(visible)
+    return _answer_in(visible, _answers(visible))
+
+
+def _answer_in(visible: str, found: list[tuple[int, str]]) -> tuple[str | None, bool]:
+    """`extract_answer` of a text whose visible part is `visible`, with `found` its `<answer>` blocks."""
     if found:
         return found[-1][1].strip(), True
     stripped = visible.strip()
@@ -180,7 +184,7 @@ def parse_response(text: str) -> ParsedAction:
                                 ignored_calls=len(bodies) - 1, reasoning=reasoning)
         return ParsedAction("tool_call", tool=name, arguments=arguments, raw_call=raw,
                             ignored_calls=len(bodies) - 1, reasoning=reasoning)
-    answer, tagged = extract_answer(text)
+    answer, tagged = _answer_in(visible, answers)  # (extract_answer of `text`, from its parts at hand)
     if answer is None:
         return ParsedAction("invalid", error="the response is empty: call a tool or give <answer></answer>",
                             reasoning=reasoning)

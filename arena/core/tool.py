@@ -156,15 +156,19 @@ class Tool(ABC):
 
     def cached_schema(self) -> dict[str, Any]:
         """`schema()`, computed once per tool instance (options do not change during a run)."""
-        if not hasattr(self, "_schema"):
-            self._schema = self.schema()
-        return self._schema
+        try:
+            return self._schema
+        except AttributeError:
+            self._schema: dict[str, Any] = self.schema()
+            return self._schema
 
     def prompt_line(self) -> str:
         """The schema as its line of the tools prompt block, rendered once per instance (asked on every request)."""
-        if not hasattr(self, "_prompt_line"):
+        try:
+            return self._prompt_line
+        except AttributeError:
             self._prompt_line = json.dumps(self.cached_schema(), ensure_ascii=False)
-        return self._prompt_line
+            return self._prompt_line
 
     def parse_args(self, arguments: Any) -> BaseModel:
         if not isinstance(arguments, dict):
@@ -199,15 +203,18 @@ class Tool(ABC):
 MAX_ARGUMENT_NUMBER = 1e15
 
 
-def _check_numbers(tool: str, value: Any, where: str) -> None:
-    """Reject a non-finite or absurdly large number anywhere in the arguments, naming where it is."""
-    if isinstance(value, (dict, list)):
-        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
-            _check_numbers(tool, item, f"{where}.{key}" if isinstance(value, dict) else f"{where}[{key}]")
-    elif isinstance(value, (int, float)) and not isinstance(value, bool) and not abs(value) <= MAX_ARGUMENT_NUMBER:
-        problem = "is a non-finite number" if isinstance(value, float) and not math.isfinite(value) else "is too large"
-        raise ToolArgumentError(f"invalid arguments for {tool}: {where} {problem} ({str(value)[:24]}; numbers in tool "
-                                f"arguments must be finite and at most {MAX_ARGUMENT_NUMBER:g} in magnitude)")
+def _check_numbers(tool: str, value: dict[str, Any] | list[Any], where: str) -> None:
+    """Reject a non-finite or absurdly large number anywhere in the arguments (a JSON object or array), naming where
+    it is."""
+    named = isinstance(value, dict)
+    for key, item in value.items() if named else enumerate(value):
+        if isinstance(item, (dict, list)):
+            _check_numbers(tool, item, f"{where}.{key}" if named else f"{where}[{key}]")
+        elif isinstance(item, (int, float)) and not isinstance(item, bool) and not abs(item) <= MAX_ARGUMENT_NUMBER:
+            problem = "is a non-finite number" if isinstance(item, float) and not math.isfinite(item) else "is too large"
+            raise ToolArgumentError(f"invalid arguments for {tool}: {where}{f'.{key}' if named else f'[{key}]'} "
+                                    f"{problem} ({str(item)[:24]}; numbers in tool arguments must be finite and at "
+                                    f"most {MAX_ARGUMENT_NUMBER:g} in magnitude)")
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -232,4 +239,4 @@ def register_tool(cls: type[Tool]) -> type[Tool]:
 
 
 def tools_prompt_block(tools: list[Tool]) -> str:
-    return "\n".join(t.prompt_line() for t in tools)
+    return "\n".join([t.prompt_line() for t in tools])

@@ -37,14 +37,27 @@ def clean_text(text: str | None, field: str, notes: list[str]) -> str | None:
 
 
 def clean_value(value: Any, field: str, notes: list[str], depth: int = 0) -> Any:
-    """A JSON-like value with its strings (and keys) cleaned by `clean_text`.
-    Raises ValueError when it nests deeper than MAX_JSON_DEPTH."""
+    """A JSON-like value with its strings (and keys) cleaned by `clean_text`: dicts and lists (tuples become lists)
+    rebuilt, every other value kept as it is. Raises ValueError when it nests deeper than MAX_JSON_DEPTH."""
     if depth > MAX_JSON_DEPTH:
         raise ValueError(f"{field} is nested deeper than {MAX_JSON_DEPTH} levels of JSON arrays/objects")
     if isinstance(value, str):
         return clean_text(value, field, notes)
+    # a plain key, scalar or string without surrogates, the common case, is taken here rather than in a call of its
+    # own (past the depth limit every item goes through the call, which refuses it)
+    kept = _KEPT if depth < MAX_JSON_DEPTH else ()
     if isinstance(value, dict):
-        return {clean_text(str(k), field, notes): clean_value(v, field, notes, depth + 1) for k, v in value.items()}
+        out = {}
+        for key, item in value.items():
+            key = key if type(key) is str and not _SURROGATE.search(key) else clean_text(str(key), field, notes)
+            out[key] = item if type(item) in kept and (type(item) is not str or not _SURROGATE.search(item)) \
+                else clean_value(item, field, notes, depth + 1)
+        return out
     if isinstance(value, (list, tuple)):
-        return [clean_value(v, field, notes, depth + 1) for v in value]
+        return [item if type(item) in kept and (type(item) is not str or not _SURROGATE.search(item))
+                else clean_value(item, field, notes, depth + 1) for item in value]
     return value
+
+
+_KEPT = frozenset((str, int, float, bool, type(None)))
+"""The types of the items `clean_value` looks at in place (exact types: a subclass takes the general path)."""

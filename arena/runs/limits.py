@@ -85,13 +85,24 @@ class EndpointGate:
         if endpoint is not None and endpoint in self._slots:
             self._slots[endpoint].release()
 
-    @asynccontextmanager
-    async def slot(self, endpoint: str | None) -> AsyncIterator[None]:
-        await self.acquire(endpoint)
-        try:
-            yield
-        finally:
-            self.release(endpoint)
+    def slot(self, endpoint: str | None) -> "_Slot":
+        return _Slot(self, endpoint)
+
+
+class _Slot:
+    """`EndpointGate.slot`: one request slot of an endpoint, held from entry to exit (a class rather than a generator
+    context manager: one is entered for every model call)."""
+
+    __slots__ = ("gate", "endpoint")
+
+    def __init__(self, gate: EndpointGate, endpoint: str | None):
+        self.gate, self.endpoint = gate, endpoint
+
+    async def __aenter__(self) -> None:
+        await self.gate.acquire(self.endpoint)
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        self.gate.release(self.endpoint)
 
 
 class RunSlots:

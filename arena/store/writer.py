@@ -362,6 +362,9 @@ class WriterBlobStore(BlobStore):
         self._stored.add(stored)
         return stored
 
+    def holds(self, blob_id: str) -> bool:
+        return blob_id in self._stored
+
     def _write(self, blob_id: str, data: bytes) -> None:
         try:
             self.write(blob_id, data)  # hashed once, by `put`

@@ -92,7 +92,7 @@ class CorpusIndex:
 
     @classmethod
     def _lookup(cls, corpus_dir: Path, build: bool) -> "CorpusIndex | None":
-        path = Path(corpus_dir) / "docs.jsonl"
+        path = os.path.join(corpus_dir, "docs.jsonl")  # (asked at every search: no Path object built)
         try:
             stat = os.stat(path)
         except OSError:
@@ -104,7 +104,7 @@ class CorpusIndex:
             if key not in cls._cache:
                 if not build:
                     return None
-                cls._cache[key] = cls(read_documents(path))
+                cls._cache[key] = cls(read_documents(Path(path)))
             return cls._cache[key]
 
     def answered(self, query: str, k: int = 3, sentences: int = 5) -> list[Hit] | None:

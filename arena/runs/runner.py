@@ -18,12 +18,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import platform
-import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import cached_property, lru_cache
-from importlib import metadata
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
@@ -51,7 +48,7 @@ from .backends import Backend, make_backend, prepare_workers
 from .backends.ray_address import ray_address_problem
 from .briefs import EpisodeBrief, VerdictBrief, own_steps
 from .config import RunConfig, redacted, slug
-from .finishing import Finished, Finisher, JudgeFailure, also_judges, landed, run_judges, submit
+from .finishing import Finished, Finisher, JudgeFailure, also_judges, landed, run_judges, submit, token_sums
 from .finished import NOTHING_LEFT, left_over, stamp, still_finished
 from .fork import fork_prefix
 from .harness_cost import HarnessMeter
@@ -62,6 +59,7 @@ from .outage import outage_of_episode, outage_of_verdict
 from .prefix import copied_episode, derive, failed_episode
 from .prefix import link as prefix_link
 from .pricing import agent_prices, price_of, usage_cost
+from .provenance import git_hash, versions
 from .pricing import cost as token_cost
 from .stops import FAILED, RunStops, endpoint_label
 from .sweep import Cell, Family, grid_size
@@ -98,31 +96,6 @@ class RunResult:
     @cached_property
     def verdicts(self) -> list[Verdict]:
         return RunStore(self.run_dir).verdicts(upto=self.sizes[1] if self.sizes else None)
-
-
-def git_hash() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parent)
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def versions() -> dict[str, str]:
-    """The versions of Python and of the packages a run depends on (for run.json), as this process loaded them."""
-    return dict(_versions())
-
-
-@lru_cache(maxsize=1)
-def _versions() -> dict[str, str]:  # read once per process: each reads and parses a package's METADATA file
-    out = {"python": platform.python_version()}
-    for name in ("arena", "openai", "pydantic", "pillow", "bm25s", "playwright"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
 
 
 def data_warnings(bench: Workbench) -> list[str]:
@@ -564,10 +537,22 @@ class RunSession:
             self.spent_worker_cpu = backend.worker_cpu_seconds()
 
 
-def _spent_usage_of_record(record: dict[str, Any]) -> Usage:
-    """`arena.runs.finishing.spent_usage` of an episode record (parsed JSON), without building the Episode."""
+def _spent_cost_of_record(record: dict[str, Any], price: tuple[float, float] | None) -> float | None:
+    """`arena.runs.finishing.spent_cost` of an episode record (parsed JSON), without building the Episode."""
+    if price is None:
+        return None
     steps = own_steps(record.get("steps") or [], (record.get("meta") or {}).get("model_calls"))
-    return sum((Usage.model_validate(s.get("usage") or {}) for s in steps), Usage())
+    return token_cost(*token_sums(_token_counts(s.get("usage") or {}) for s in steps), price)
+
+
+def _token_counts(usage: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(prompt, completion) tokens of a step's recorded usage; validated as `Usage` unless both are plain ints or
+    absent (as the arena writes them)."""
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if (prompt is None or type(prompt) is int) and (completion is None or type(completion) is int):
+        return prompt, completion
+    checked = Usage.model_validate(usage)
+    return checked.prompt_tokens, checked.completion_tokens
 
 
 def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ratio: float = 0.75,
@@ -596,7 +581,7 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
         group = (agent, cols["setting"][row], cols["max_rounds"][row])
         if (c := token_cost(totals.get("prompt_tokens", 0), totals.get("completion_tokens", 0), price)) is not None:
             per_group[group] = per_group.get(group, 0.0) + c
-        if (c := usage_cost(_spent_usage_of_record(record), price)) is not None:
+        if (c := _spent_cost_of_record(record, price)) is not None:
             spent = (spent or 0.0) + c
         for s in record.get("steps") or ():
             served = (s.get("usage") or {}).get("prompt_tokens")

@@ -35,6 +35,7 @@ from typing import Any, Iterable
 
 from arena.core.blobs import BlobStore
 from arena.core.trajectory import Episode
+from arena.core.verdict import Verdict
 from arena.endpoints import transcript
 from arena.endpoints.client import learned_params, restore_params
 from arena.judges.metrics import AUTO, judge_for, judge_for_task
@@ -259,17 +260,23 @@ class Finisher:
                     ) -> tuple[VerdictBrief, list[bytes]]:
         """The run judge's verdict (brief) and the verdict lines: its own, then those of the task's other judges
         not already in `done` ((episode id, judge) pairs recorded)."""
-        async with self.gate.slot(self.judge_endpoint):
-            with transcript.scope(calls, episode.key, "judge"):
-                verdict = await self.judges.get(judge_for(episode, self.judge_name)).score(episode, blobs)
+        verdict = await self._scored(judge_for(episode, self.judge_name), episode, blobs, calls)
         lines = [verdict_line(verdict)]
         for judge_id in self.also.get(episode.task.id, []):
             if (episode.id, judge_id) not in done:
-                async with self.gate.slot(self.judge_endpoint):
-                    with transcript.scope(None, episode.key, "judge"):  # not recorded
-                        other = await self.judges.get(judge_id).score(episode, blobs)
-                lines.append(verdict_line(other))
+                lines.append(verdict_line(await self._scored(judge_id, episode, blobs, None)))  # not recorded
         return VerdictBrief.of(verdict), lines
+
+    async def _scored(self, judge_id: str, episode: Episode, blobs: BlobStore, calls: Any) -> Verdict:
+        """A judge's verdict, its model calls recorded by `calls` (None: not recorded), made through the gate's slot
+        of the judge endpoint (a run whose judges call no model has none: `Gate.slot(None)` is unlimited)."""
+        judge = self.judges.get(judge_id)
+        if self.judge_endpoint is None:
+            with transcript.scope(calls, episode.key, "judge"):
+                return await judge.score(episode, blobs)
+        async with self.gate.slot(self.judge_endpoint):
+            with transcript.scope(calls, episode.key, "judge"):
+                return await judge.score(episode, blobs)
 
     def drain_cache(self) -> list[bytes]:
         """The judge-cache lines kept since last drained."""

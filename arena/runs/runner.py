@@ -286,8 +286,8 @@ class RunSession:
     # -- phase 1: open ---------------------------------------------------------------------------------------
 
     def open(self, force: bool) -> None:
-        """Write (or check and update) run.json, take a fork's recorded prefix, apply learned limits, start the
-        backend and the recorder of model calls."""
+        """Plan the grid's families and write (or check and update) run.json with its size, take a fork's recorded
+        prefix, apply learned limits, start the backend and the recorder of model calls."""
         config, bench, store = self.config, self.bench, self.store
         self.requests, request_warnings = published_requests(bench)
         for line in request_warnings:
@@ -303,6 +303,8 @@ class RunSession:
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "prompts": self.prompts_record(),
         }
+        self.families = plan_families(bench)
+        self.info[PLANNED] = grid_size(self.families)  # what screens of an unfinished run count against
         if self.requests:
             self.info["published_requests"] = self.requests
         store.open(self.info, force=force)
@@ -331,19 +333,17 @@ class RunSession:
     # -- phase 2: plan ---------------------------------------------------------------------------------------
 
     def plan(self) -> Work:
-        """The grid's families, what of it is done (errored episodes, and with --retry-errors every failed one,
-        are played again) and the done episodes still lacking the run judge's verdict."""
+        """The grid's families (planned by `open`), what of it is done (errored episodes, and with --retry-errors
+        every failed one, are played again) and the done episodes still lacking the run judge's verdict."""
         retried = FAILED if self.config.output.retry_errors else ("error",)
         self.done = {key: entry for key, entry in self.store.index().latest().items() if entry.finish not in retried}
-        families = plan_families(self.bench)
+        families = self.families
         self.verdicts_done = self.store.verdict_pairs()
         unjudged = [self.store.read_episode(entry) for entry in self.done.values()  # an errored one: see `judged`
                     if judged(entry.finish, entry.suite, self.config.grid.protocol)
                     and (entry.id, judge_for_task(entry, self.judge_name)) not in self.verdicts_done]
         missing = sum(1 for f in families for c in f.cells if c.key not in self.done)
         work = Work(families, self.done, unjudged, missing)
-        if self.store.info().planned_episodes != work.grid:  # what screens of an unfinished run count against
-            self.store.update_info({PLANNED: work.grid})
         return work
 
     # -- phase 3: schedule -----------------------------------------------------------------------------------

@@ -54,23 +54,23 @@ class SharedAppends:
         self._index_seen: tuple[int, int] = (0, 0)
         """(index size, bytes of episodes.jsonl it covers) as this process last saw them."""
 
-    def _fd(self, path: Path) -> int:
-        """The descriptor of `path` as the file is now (called under the lock): opened again when the file was
-        replaced since it was opened (an index rebuilt, a file `arena doctor --repair` rewrote) or removed, so that
-        nothing is appended to a file that is no longer the run's."""
+    def _fd(self, path: Path) -> tuple[int, int]:
+        """The descriptor of `path` as the file is now, and its size (called under the lock): opened again when the
+        file was replaced since it was opened (an index rebuilt, a file `arena doctor --repair` rewrote) or removed,
+        so that nothing is appended to a file that is no longer the run's."""
         fd = self._fds.get(path)
         if fd is not None:
             try:
                 now, held = os.stat(path), os.fstat(fd)
                 if (now.st_ino, now.st_dev) == (held.st_ino, held.st_dev):
-                    return fd
+                    return fd, held.st_size
             except FileNotFoundError:
                 pass
             os.close(fd)
             if path == self.index_path:
                 self._index_seen = (-1, 0)
         fd = self._fds[path] = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        return fd
+        return fd, os.fstat(fd).st_size
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -88,8 +88,8 @@ class SharedAppends:
         if not data.endswith(b"\n"):
             raise ValueError("a JSON line must end with a newline")
         with self._locked():
-            fd = self._fd(path)
-            offset = _whole(fd)
+            fd, size = self._fd(path)
+            offset = _whole(fd, size)
             _write(fd, data)
         if fsync:
             os.fsync(fd)
@@ -101,9 +101,9 @@ class SharedAppends:
         if not line.endswith(b"\n"):
             raise ValueError("a JSON line must end with a newline")
         with self._locked():
-            episodes, index = self._fd(self.episodes_path), self._fd(self.index_path)
-            offset = _whole(episodes)
-            index_size = _whole(index)
+            (episodes, episodes_size), (index, index_size) = self._fd(self.episodes_path), self._fd(self.index_path)
+            offset = _whole(episodes, episodes_size)
+            index_size = _whole(index, index_size)
             covered = self._covered(index, index_size)
             rows = self._missing_entries(covered) if covered is not None and covered < offset else []
             _write(episodes, line)
@@ -153,9 +153,9 @@ class SharedAppends:
             self._lock = None
 
 
-def _whole(fd: int) -> int:
-    """The file's size once a torn tail (no final newline) is cut: the offset the next line is written at."""
-    size = os.fstat(fd).st_size
+def _whole(fd: int, size: int) -> int:
+    """The file's size (`size` bytes now) once a torn tail (no final newline) is cut: the offset the next line is
+    written at."""
     return size - cut_torn_tail(fd, size)
 
 

@@ -185,6 +185,9 @@ class RunStore:
         """An episode line (`append_episode_line`), then its verdict lines (`verdict_line`), in that order; returns
         the line's offset and why the verdict lines could not be written (None: they were), the episode being
         written by then. Raises when the episode's own line could not be written (nothing else is)."""
+        if self._shared is not None:  # all under one hold of the run's append lock
+            self._index = None
+            return Appended(*self._shared.append_finished(line, entry, self.verdicts_path, verdicts, fsync))
         offset = self.append_episode_line(line, entry, fsync)
         try:
             self.append_verdict_lines(verdicts, fsync)

@@ -590,7 +590,9 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
                 n, low, high = worst.get(agent, (0, served, sent))
                 worst[agent] = (n + 1, served, sent) if served / sent < low / high else (n + 1, low, high)
             if served is not None and sent:
-                ceilings.setdefault(agent, CeilingWatch()).observe(served, sent)
+                if (watch := ceilings.get(agent)) is None:  # (not a watch built per step to be thrown away)
+                    watch = ceilings[agent] = CeilingWatch()
+                watch.observe(served, sent)
     for group in summary.get("groups", []):
         if (known := per_group.get((group["agent"], group["setting"], group["max_rounds"]))) is not None:
             group["cost"] = round(known, 6)

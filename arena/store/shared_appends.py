@@ -170,6 +170,10 @@ class SharedAppends:
             pass
         return rows
 
+    def held_fd(self, path: Path) -> int | None:
+        """The descriptor this process appends to `path` through (None: none open), for the caller's fsync."""
+        return self._fds.get(path)
+
     def line_writer(self) -> Callable[..., int]:
         """`append_line`'s signature over these appends (`fsync` keyword as there)."""
         return lambda path, line, *, fsync=True: self.append(path, line, fsync)

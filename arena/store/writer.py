@@ -254,7 +254,12 @@ class RunWriter:
 
     def _sync(self) -> None:
         paths, self._unsynced = sorted(self._unsynced), set()
+        held = self.files.held_fd if isinstance(self.files, SharedAppends) else None
         for path in paths:
+            fd = held(path) if held is not None else None
+            if fd is not None:  # the descriptor the lines were written through: that file is the one to sync
+                os.fsync(fd)
+                continue
             fd = os.open(path, os.O_RDONLY)
             try:
                 os.fsync(fd)

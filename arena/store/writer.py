@@ -325,12 +325,15 @@ def _copy(done: Future, waiter: asyncio.Future) -> None:
     """A write's outcome handed to the event loop's waiter (one cancelled meanwhile takes nothing)."""
     if waiter.done():
         return
-    if done.cancelled():
-        waiter.cancel()
-    elif done.exception() is not None:
-        waiter.set_exception(done.exception())
-    else:
-        waiter.set_result(done.result())
+    try:
+        result = done.result()  # (one look at the future's state where the write went well)
+    except BaseException as exc:
+        if done.cancelled():
+            waiter.cancel()
+        else:
+            waiter.set_exception(exc)
+        return
+    waiter.set_result(result)
 
 
 class LoopHandoff:

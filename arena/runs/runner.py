@@ -278,10 +278,14 @@ class RunSession:
         self.resend: dict[str, Any] | None = None  # a fork's recorded request, sent again (arena.runs.fork)
         self.verdicts_done: set[tuple[str, str]] = set()
         self.done: dict[str, Any] = {}
+        self.agent_templates: list[str] | None = None
 
     def prompts_record(self) -> dict[str, Any]:
-        """Which wording each prompt template of the run's agent and judge requests uses (`run.json` `prompts`)."""
-        return self.bench.prompts.run_record(self.bench.prompt_templates() + self.judges.prompt_templates())
+        """Which wording each prompt template of the run's agent and judge requests uses (`run.json` `prompts`; the
+        agents' templates listed once per run: they follow from the grid, its datasets and agents)."""
+        if self.agent_templates is None:
+            self.agent_templates = self.bench.prompt_templates()
+        return self.bench.prompts.run_record(self.agent_templates + self.judges.prompt_templates())
 
     # -- phase 1: open ---------------------------------------------------------------------------------------
 

@@ -185,9 +185,9 @@ class RunWriter:
     def _queue_after_held(self, item: tuple[Future | None, Callable[..., Any], tuple, str, Any] | None) -> None:
         """Queue the held lines (one write), then `item` (None: nothing more), in that order whatever other thread
         queues meanwhile."""
-        if not self._thread.is_alive():
-            raise RuntimeError("the run writer is closed")
         with self._handing:
+            if self._closed:  # (the thread ends only when closed)
+                raise RuntimeError("the run writer is closed")
             if self._held:
                 self._queue.put((None, self._append_held, (self._held,), APPEND, None))
                 self._held, self._held_bytes = [], 0

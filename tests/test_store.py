@@ -92,9 +92,9 @@ def test_run_json_and_summary_json_are_written_as_the_standard_librarys_indented
     rng = random.Random(5)
     scalars = [lambda: rng.random(), lambda: rng.uniform(-1e6, 1e6), lambda: 10 ** rng.uniform(-12, 25),
                lambda: rng.randint(-10**6, 10**6), lambda: 2**70, lambda: float("nan"), lambda: float("inf"),
-               lambda: None, lambda: rng.random() < 0.5, lambda: "plain", lambda: "é 漢 😀", lambda: "tab\t\x7f\x01",
-               lambda: "quote\" back\\slash/", lambda: PurePosixPath("/a/b"), lambda: round(rng.random(), 6), lambda: 0.0,
-               lambda: -0.0, lambda: 1e16, lambda: 1e-4]
+               lambda: None, lambda: rng.random() < 0.5, lambda: "plain", lambda: "é 漢 😀",
+               lambda: "tab\t\x7f\x01", lambda: "quote\" back\\slash/", lambda: PurePosixPath("/a/b"),
+               lambda: round(rng.random(), 6), lambda: 0.0, lambda: -0.0, lambda: 1e16, lambda: 1e-4]
 
     def document(depth: int):
         kind = rng.random()

@@ -132,3 +132,24 @@ def test_runs_over_one_dataset_hash_its_task_images_once(cache, hashed, later, t
                       p.read_bytes() == (tiny_data.parent / "images" / "scene.png").read_bytes()]
         assert len(task_blobs) == 1  # the task image is in each run's blobs
     assert hashed.count("scene.png") == 1
+
+
+def test_a_name_seen_before_is_not_resolved_again_while_it_leads_to_the_same_file(cache, hashed, later, tmp_path,
+                                                                                 monkeypatch):
+    """`remembered` resolves a path once per process while the file it leads to keeps its signature; a link
+    pointed at another file is resolved again, and that file's own digest is used."""
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    a.write_bytes(os.urandom(20_000))
+    b.write_bytes(os.urandom(20_000))
+    link = tmp_path / "task.png"
+    link.symlink_to(a)
+    blob_a = file_digests.put_task_file(BlobStore(tmp_path / "run1"), link)
+    resolved: list[str] = []
+    real = os.path.realpath
+    monkeypatch.setattr(os.path, "realpath", lambda p, **kw: resolved.append(str(p)) or real(p, **kw))
+    assert file_digests.remembered(link) == (str(a), file_digests.signature(a), blob_a) and resolved == []
+    link.unlink()
+    link.symlink_to(b)
+    where, _, known = file_digests.remembered(link)
+    assert where == str(b) and known is None and resolved == [str(link)]
+    assert file_digests.put_task_file(BlobStore(tmp_path / "run2"), link) == f"sha256:{sha(b)}.png"

@@ -177,12 +177,12 @@ def test_loading_the_plugins_scans_the_installed_packages_once_per_install(monke
 
 
 def test_run_json_versions_are_read_once_per_process(monkeypatch) -> None:
-    from arena.runs import runner
+    from arena.runs import provenance, runner
 
-    runner._versions.cache_clear()
+    provenance._versions.cache_clear()
     read = []
-    version = runner.metadata.version
-    monkeypatch.setattr(runner.metadata, "version", lambda name: read.append(name) or version(name))
+    version = provenance.package_version
+    monkeypatch.setattr(provenance, "package_version", lambda name: read.append(name) or version(name))
     first = runner.versions()
     first["arena"] = "changed by a caller"
     assert runner.versions()["arena"] != "changed by a caller" and len(read) == len(set(read)) > 0

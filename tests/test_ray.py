@@ -63,7 +63,8 @@ def test_ray_workers_on_a_cluster_sharing_the_run_directory_append_its_records_t
         local = run(policy_config(data, server.base_url, tmp_path / "logs", run_id="local", max_rounds=[4]))
         try:
             with monkeypatch.context() as patched:
-                for cls, name in ((Appender, "append"), (SharedAppends, "append"), (SharedAppends, "append_episode")):
+                for cls, name in ((Appender, "append"), (SharedAppends, "append"), (SharedAppends, "append_episode"),
+                                  (SharedAppends, "append_finished")):
                     patched.setattr(cls, name, refuse)
                 shared = run(policy_config(data, server.base_url, tmp_path / "logs", run_id="cluster", backend="ray",
                                            ray_address="local", ray_workers=1, ray_shared_dir=True, max_rounds=[4]))

@@ -76,3 +76,34 @@ def test_an_episode_line_made_elsewhere_is_appended_as_append_episode_writes_it(
     assert shipped.index().entries == direct.index().entries
     assert RunStore(shipped.dir).index(persist=False).entries == direct.index().entries  # the index file agrees
     assert [e.id for e in shipped.episodes()] == ["e2", "e1"]
+
+
+def test_run_json_and_summary_json_are_written_as_the_standard_librarys_indented_json_byte_for_byte() -> None:
+    """`json_document` (orjson where its compact form is the standard library's) gives the very bytes of
+    `json.dumps(data, indent=2, sort_keys=True, default=str) + "\\n"`, on random documents holding what orjson writes
+    otherwise: small and huge floats, non-ASCII and control characters, DEL, NaN, infinities, integers past 64 bits,
+    empty containers, objects only `str` writes."""
+    import json
+    import random
+    from pathlib import PurePosixPath
+
+    from arena.store.store import json_document
+
+    rng = random.Random(5)
+    scalars = [lambda: rng.random(), lambda: rng.uniform(-1e6, 1e6), lambda: 10 ** rng.uniform(-12, 25),
+               lambda: rng.randint(-10**6, 10**6), lambda: 2**70, lambda: float("nan"), lambda: float("inf"),
+               lambda: None, lambda: rng.random() < 0.5, lambda: "plain", lambda: "é 漢 😀",
+               lambda: "tab\t\x7f\x01", lambda: "quote\" back\\slash/", lambda: PurePosixPath("/a/b"),
+               lambda: round(rng.random(), 6), lambda: 0.0, lambda: -0.0, lambda: 1e16, lambda: 1e-4]
+
+    def document(depth: int):
+        kind = rng.random()
+        if depth > 3 or kind < 0.4:
+            return rng.choice(scalars)()
+        if kind < 0.7:
+            return [document(depth + 1) for _ in range(rng.randint(0, 4))]
+        return {rng.choice(["a", "b", "key", "ä", "z1", "Z", "_x"]) + str(rng.randint(0, 9)): document(depth + 1)
+                for _ in range(rng.randint(0, 5))}
+    for _ in range(3000):
+        data = {"top": document(0), "n": rng.randint(0, 5)}
+        assert json_document(data) == (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode()

@@ -37,7 +37,7 @@ _THINK_END = re.compile(r"</think(?:ing)?>")
 _ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.S)
 ASSISTANT_MARK = "<|im_start|>assistant"
 TURN_END = "<|im_end|>"
-_ASCII_PUNCT = frozenset(string.punctuation)
+_DROP_ASCII_PUNCT = str.maketrans("", "", string.punctuation)
 
 
 def final_output(episode: Episode) -> str:
@@ -77,7 +77,7 @@ def extract_answer_published(text: str | None) -> str:
 
 def normalize_published(text: str) -> str:
     """The published normalisation (ASCII punctuation, the lone-"a" exception, no Unicode folding)."""
-    text = "".join(ch for ch in text.lower() if ch not in _ASCII_PUNCT)
+    text = text.lower().translate(_DROP_ASCII_PUNCT)
     if text.strip().lower() != "a":
         text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())

@@ -26,7 +26,7 @@ scores always give the same interval.
 
 from __future__ import annotations
 
-from math import comb
+from math import comb, floor
 from typing import Hashable, Sequence
 
 import numpy as np
@@ -38,9 +38,31 @@ LEVEL = 0.95
 
 
 def _percentiles(means: np.ndarray, level: float) -> tuple[float, float]:
+    """The central `level` interval of `means`: `np.quantile(means, [tail, 1 - tail])` (its default "linear" rule),
+    computed from the sorted means with numpy's very arithmetic (np.quantile's first use imports numpy.ma, ~11 ms)."""
     tail = (1.0 - level) / 2.0
-    low, high = np.quantile(means, [tail, 1.0 - tail])
-    return float(low), float(high)
+    ordered = np.sort(means)
+    return linear_quantile(ordered, tail), linear_quantile(ordered, 1.0 - tail)
+
+
+def linear_quantile(ordered: np.ndarray, q: float) -> float:
+    """`np.quantile(values, q)` of `ordered`, the values sorted (NaN last, as np.sort puts them): numpy's "linear"
+    rule (Hyndman and Fan's 7th) with its operations in its order, so the float is the same to the last bit (the
+    sign of a zero too, unless both -0.0 and 0.0 are among the values: equal, either may come first)."""
+    n = len(ordered)
+    if np.isnan(ordered[-1]):
+        return float("nan")
+    index = (n - 1) * q  # numpy's virtual index for "linear"
+    if index >= n - 1:  # numpy takes the last value twice, its weight from a "previous index" of -1
+        below, above, t = n - 1, n - 1, index + 1
+    elif index < 0:
+        below, above, t = 0, 0, index
+    else:
+        below = floor(index)
+        above, t = below + 1, index - below
+    a, b = float(ordered[below]), float(ordered[above])
+    diff = b - a
+    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
 
 def bootstrap_ci(per_task: Sequence[Sequence[float]], level: float = LEVEL, resamples: int = RESAMPLES,

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from arena.core.blobs import BlobStore
-from arena.core.trajectory import Episode, Usage
+from arena.core.trajectory import Episode
+from arena.core.verdict import Verdict
 from arena.endpoints import transcript
 from arena.endpoints.client import learned_params, restore_params
 from arena.judges.metrics import AUTO, judge_for, judge_for_task
@@ -49,7 +50,8 @@ from .briefs import EpisodeBrief, VerdictBrief, by_position, own_steps
 from .config import RunConfig
 from .judging import Judges
 from .limits import endpoint_of
-from .pricing import agent_prices, usage_cost
+from .pricing import agent_prices
+from .pricing import cost as token_cost
 
 JUDGE_CACHE = "judge_cache.jsonl"
 """The judges' cache of model outputs, in the run directory."""
@@ -165,9 +167,24 @@ def run_judges(config: RunConfig, run_dir: Path, book: PromptBook) -> Judges:
                   prompts=book)
 
 
-def spent_usage(episode: Episode) -> Usage:
-    """Tokens of the model calls this episode made itself."""
-    return sum((s.usage for s in own_steps(episode.steps, episode.meta.get("model_calls"))), Usage())
+def token_sums(counts: Iterable[tuple[int | None, int | None]]) -> tuple[int | None, int | None]:
+    """The sums of (prompt, completion) token counts, each None only where every count is None: the fields of the
+    `Usage` sum of the usages counted, without building one per call."""
+    prompt = completion = None
+    for p, c in counts:
+        if p is not None:
+            prompt = (prompt or 0) + p
+        if c is not None:
+            completion = (completion or 0) + c
+    return prompt, completion
+
+
+def spent_cost(episode: Episode, price: tuple[float, float] | None) -> float | None:
+    """Dollars of the model calls this episode made itself (None: unpriced, or no tokens reported)."""
+    if price is None:
+        return None
+    steps = own_steps(episode.steps, episode.meta.get("model_calls"))
+    return token_cost(*token_sums((s.usage.prompt_tokens, s.usage.completion_tokens) for s in steps), price)
 
 
 def take_learned(agents: list[Any], learned: dict[str, Any] | None) -> None:
@@ -222,12 +239,11 @@ class Finisher:
         """The played episode's cost, line, index entry and (unless it errored) verdicts; `blobs`: the store its
         images are read from; `calls`: the sink judge calls are recorded into (None: not recorded)."""
         price = self.prices.get(episode.agent)
-        t = episode.totals
-        cost = usage_cost(Usage(prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens), price)
+        cost = token_cost(episode.totals.prompt_tokens, episode.totals.completion_tokens, price)
         if cost is not None:
             episode.meta["cost"] = round(cost, 8)
         line = episode_line(episode)
-        brief = EpisodeBrief.of(episode, cost, usage_cost(spent_usage(episode), price))
+        brief = EpisodeBrief.of(episode, cost, spent_cost(episode, price))
         verdicts: list[bytes] = []
         failure = None
         if judged(episode.finish_reason, episode.task.suite, self.judges.protocol):  # errored: see `judged`
@@ -244,17 +260,23 @@ class Finisher:
                     ) -> tuple[VerdictBrief, list[bytes]]:
         """The run judge's verdict (brief) and the verdict lines: its own, then those of the task's other judges
         not already in `done` ((episode id, judge) pairs recorded)."""
-        async with self.gate.slot(self.judge_endpoint):
-            with transcript.scope(calls, episode.key, "judge"):
-                verdict = await self.judges.get(judge_for(episode, self.judge_name)).score(episode, blobs)
+        verdict = await self._scored(judge_for(episode, self.judge_name), episode, blobs, calls)
         lines = [verdict_line(verdict)]
         for judge_id in self.also.get(episode.task.id, []):
             if (episode.id, judge_id) not in done:
-                async with self.gate.slot(self.judge_endpoint):
-                    with transcript.scope(None, episode.key, "judge"):  # not recorded
-                        other = await self.judges.get(judge_id).score(episode, blobs)
-                lines.append(verdict_line(other))
+                lines.append(verdict_line(await self._scored(judge_id, episode, blobs, None)))  # not recorded
         return VerdictBrief.of(verdict), lines
+
+    async def _scored(self, judge_id: str, episode: Episode, blobs: BlobStore, calls: Any) -> Verdict:
+        """A judge's verdict, its model calls recorded by `calls` (None: not recorded), made through the gate's slot
+        of the judge endpoint (a run whose judges call no model has none: `Gate.slot(None)` is unlimited)."""
+        judge = self.judges.get(judge_id)
+        if self.judge_endpoint is None:
+            with transcript.scope(calls, episode.key, "judge"):
+                return await judge.score(episode, blobs)
+        async with self.gate.slot(self.judge_endpoint):
+            with transcript.scope(calls, episode.key, "judge"):
+                return await judge.score(episode, blobs)
 
     def drain_cache(self) -> list[bytes]:
         """The judge-cache lines kept since last drained."""

@@ -18,12 +18,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import platform
-import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import cached_property, lru_cache
-from importlib import metadata
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
@@ -51,7 +48,7 @@ from .backends import Backend, make_backend, prepare_workers
 from .backends.ray_address import ray_address_problem
 from .briefs import EpisodeBrief, VerdictBrief, own_steps
 from .config import RunConfig, redacted, slug
-from .finishing import Finished, Finisher, JudgeFailure, also_judges, landed, run_judges, submit
+from .finishing import Finished, Finisher, JudgeFailure, also_judges, landed, run_judges, submit, token_sums
 from .finished import NOTHING_LEFT, left_over, stamp, still_finished
 from .fork import fork_prefix
 from .harness_cost import HarnessMeter
@@ -62,6 +59,7 @@ from .outage import outage_of_episode, outage_of_verdict
 from .prefix import copied_episode, derive, failed_episode
 from .prefix import link as prefix_link
 from .pricing import agent_prices, price_of, usage_cost
+from .provenance import git_hash, versions
 from .pricing import cost as token_cost
 from .stops import FAILED, RunStops, endpoint_label
 from .sweep import Cell, Family, grid_size
@@ -98,31 +96,6 @@ class RunResult:
     @cached_property
     def verdicts(self) -> list[Verdict]:
         return RunStore(self.run_dir).verdicts(upto=self.sizes[1] if self.sizes else None)
-
-
-def git_hash() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parent)
-        return out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def versions() -> dict[str, str]:
-    """The versions of Python and of the packages a run depends on (for run.json), as this process loaded them."""
-    return dict(_versions())
-
-
-@lru_cache(maxsize=1)
-def _versions() -> dict[str, str]:  # read once per process: each reads and parses a package's METADATA file
-    out = {"python": platform.python_version()}
-    for name in ("arena", "openai", "pydantic", "pillow", "bm25s", "playwright"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return out
 
 
 def data_warnings(bench: Workbench) -> list[str]:
@@ -305,16 +278,20 @@ class RunSession:
         self.resend: dict[str, Any] | None = None  # a fork's recorded request, sent again (arena.runs.fork)
         self.verdicts_done: set[tuple[str, str]] = set()
         self.done: dict[str, Any] = {}
+        self.agent_templates: list[str] | None = None
 
     def prompts_record(self) -> dict[str, Any]:
-        """Which wording each prompt template of the run's agent and judge requests uses (`run.json` `prompts`)."""
-        return self.bench.prompts.run_record(self.bench.prompt_templates() + self.judges.prompt_templates())
+        """Which wording each prompt template of the run's agent and judge requests uses (`run.json` `prompts`; the
+        agents' templates listed once per run: they follow from the grid, its datasets and agents)."""
+        if self.agent_templates is None:
+            self.agent_templates = self.bench.prompt_templates()
+        return self.bench.prompts.run_record(self.agent_templates + self.judges.prompt_templates())
 
     # -- phase 1: open ---------------------------------------------------------------------------------------
 
     def open(self, force: bool) -> None:
-        """Write (or check and update) run.json, take a fork's recorded prefix, apply learned limits, start the
-        backend and the recorder of model calls."""
+        """Plan the grid's families and write (or check and update) run.json with its size, take a fork's recorded
+        prefix, apply learned limits, start the backend and the recorder of model calls."""
         config, bench, store = self.config, self.bench, self.store
         self.requests, request_warnings = published_requests(bench)
         for line in request_warnings:
@@ -330,6 +307,8 @@ class RunSession:
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "prompts": self.prompts_record(),
         }
+        self.families = plan_families(bench)
+        self.info[PLANNED] = grid_size(self.families)  # what screens of an unfinished run count against
         if self.requests:
             self.info["published_requests"] = self.requests
         store.open(self.info, force=force)
@@ -358,19 +337,17 @@ class RunSession:
     # -- phase 2: plan ---------------------------------------------------------------------------------------
 
     def plan(self) -> Work:
-        """The grid's families, what of it is done (errored episodes, and with --retry-errors every failed one,
-        are played again) and the done episodes still lacking the run judge's verdict."""
+        """The grid's families (planned by `open`), what of it is done (errored episodes, and with --retry-errors
+        every failed one, are played again) and the done episodes still lacking the run judge's verdict."""
         retried = FAILED if self.config.output.retry_errors else ("error",)
         self.done = {key: entry for key, entry in self.store.index().latest().items() if entry.finish not in retried}
-        families = plan_families(self.bench)
+        families = self.families
         self.verdicts_done = self.store.verdict_pairs()
         unjudged = [self.store.read_episode(entry) for entry in self.done.values()  # an errored one: see `judged`
                     if judged(entry.finish, entry.suite, self.config.grid.protocol)
                     and (entry.id, judge_for_task(entry, self.judge_name)) not in self.verdicts_done]
         missing = sum(1 for f in families for c in f.cells if c.key not in self.done)
         work = Work(families, self.done, unjudged, missing)
-        if self.store.info().planned_episodes != work.grid:  # what screens of an unfinished run count against
-            self.store.update_info({PLANNED: work.grid})
         return work
 
     # -- phase 3: schedule -----------------------------------------------------------------------------------
@@ -564,10 +541,22 @@ class RunSession:
             self.spent_worker_cpu = backend.worker_cpu_seconds()
 
 
-def _spent_usage_of_record(record: dict[str, Any]) -> Usage:
-    """`arena.runs.finishing.spent_usage` of an episode record (parsed JSON), without building the Episode."""
+def _spent_cost_of_record(record: dict[str, Any], price: tuple[float, float] | None) -> float | None:
+    """`arena.runs.finishing.spent_cost` of an episode record (parsed JSON), without building the Episode."""
+    if price is None:
+        return None
     steps = own_steps(record.get("steps") or [], (record.get("meta") or {}).get("model_calls"))
-    return sum((Usage.model_validate(s.get("usage") or {}) for s in steps), Usage())
+    return token_cost(*token_sums(_token_counts(s.get("usage") or {}) for s in steps), price)
+
+
+def _token_counts(usage: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(prompt, completion) tokens of a step's recorded usage; validated as `Usage` unless both are plain ints or
+    absent (as the arena writes them)."""
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if (prompt is None or type(prompt) is int) and (completion is None or type(completion) is int):
+        return prompt, completion
+    checked = Usage.model_validate(usage)
+    return checked.prompt_tokens, checked.completion_tokens
 
 
 def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ratio: float = 0.75,
@@ -596,7 +585,7 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
         group = (agent, cols["setting"][row], cols["max_rounds"][row])
         if (c := token_cost(totals.get("prompt_tokens", 0), totals.get("completion_tokens", 0), price)) is not None:
             per_group[group] = per_group.get(group, 0.0) + c
-        if (c := usage_cost(_spent_usage_of_record(record), price)) is not None:
+        if (c := _spent_cost_of_record(record, price)) is not None:
             spent = (spent or 0.0) + c
         for s in record.get("steps") or ():
             served = (s.get("usage") or {}).get("prompt_tokens")
@@ -605,7 +594,9 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
                 n, low, high = worst.get(agent, (0, served, sent))
                 worst[agent] = (n + 1, served, sent) if served / sent < low / high else (n + 1, low, high)
             if served is not None and sent:
-                ceilings.setdefault(agent, CeilingWatch()).observe(served, sent)
+                if (watch := ceilings.get(agent)) is None:  # (not a watch built per step to be thrown away)
+                    watch = ceilings[agent] = CeilingWatch()
+                watch.observe(served, sent)
     for group in summary.get("groups", []):
         if (known := per_group.get((group["agent"], group["setting"], group["max_rounds"]))) is not None:
             group["cost"] = round(known, 6)

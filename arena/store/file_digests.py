@@ -27,6 +27,7 @@ import shutil
 import sqlite3
 import tempfile
 import threading
+from functools import lru_cache
 from pathlib import Path
 from time import time_ns
 
@@ -49,10 +50,21 @@ def settled(sig: Signature) -> bool:
 
 def cache_dir() -> Path | None:
     """Where the digests are kept; None when `ARENA_CACHE_DIR=off`."""
-    chosen = os.environ.get("ARENA_CACHE_DIR")
+    return _cache_dir(*_cache_env())
+
+
+def _cache_env() -> tuple[str | None, str | None, str | None]:
+    """The environment `cache_dir` depends on: ARENA_CACHE_DIR, XDG_CACHE_HOME and HOME."""
+    env = os.environ
+    return env.get("ARENA_CACHE_DIR"), env.get("XDG_CACHE_HOME"), env.get("HOME")
+
+
+@lru_cache(maxsize=8)
+def _cache_dir(chosen: str | None, xdg: str | None, _home: str | None) -> Path | None:
+    """`cache_dir` for these values of the environment (`_home`: HOME, which `Path.home` reads)."""
     if chosen is not None:
         return None if chosen.strip().lower() in ("off", "") else Path(chosen)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = xdg or str(Path.home() / ".cache")
     return Path(base) / "arena"
 
 
@@ -62,6 +74,7 @@ class FileDigests:
     def __init__(self, directory: Path | None):
         self._known: dict[str, tuple[Signature, str]] = {}
         self._asked: set[str] = set()  # paths looked up in SQLite
+        self._resolved: dict[str, str] = {}  # a path as given -> its resolved path when last resolved
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         if directory is None:
@@ -77,6 +90,22 @@ class FileDigests:
         except (OSError, sqlite3.Error) as exc:
             logger.debug("file digests kept in memory only (%s: %s)", directory, exc)
             self._db = None
+
+    def resolved(self, name: str) -> tuple[str, Signature]:
+        """The resolved path of the file `name` leads to and its signature. A name resolved before is not resolved
+        again (a `realpath`: one `lstat` per component) while the file the name leads to now (`stat` follows
+        links) has the very signature of the one its earlier resolution names: the same device and inode, unchanged
+        since (a rename or a new link changes the ctime), hence the same content under that path."""
+        now = signature(name)
+        where = self._resolved.get(name)
+        if where is not None:
+            try:
+                if signature(where) == now:
+                    return where, now
+            except OSError:
+                pass
+        where = self._resolved[name] = str(Path(name).resolve())
+        return where, signature(where)
 
     def get(self, path: str, sig: Signature) -> str | None:
         with self._lock:
@@ -109,7 +138,7 @@ _DIGESTS: dict[Path | None, FileDigests] = {}
 
 def digests() -> FileDigests:
     """This process's digests for the current `cache_dir()`."""
-    where = cache_dir()
+    where = _cache_dir(*_cache_env())
     if where not in _DIGESTS:
         _DIGESTS[where] = FileDigests(where)
     return _DIGESTS[where]
@@ -117,9 +146,9 @@ def digests() -> FileDigests:
 
 def remembered(path: str | Path) -> tuple[str, Signature, str | None]:
     """The file's resolved path, its signature now, and the blob id remembered for it while that signature holds."""
-    where = str(Path(path).resolve())
-    now = signature(where)
-    return where, now, digests().get(where, now)
+    known = digests()
+    where, now = known.resolved(os.fspath(path))
+    return where, now, known.get(where, now)
 
 
 def remember(where: str, before: Signature, blob_id: str) -> None:

@@ -118,8 +118,8 @@ def scan_run(store: RunStore) -> RunScan:
     except IndexSourceError as exc:
         raise RunStoreError(str(exc)) from None
     scan.records = len(index.entries)
-    latest = list(index.latest().values())
-    scan.cols = {name: [getattr(e, name) for e in latest] for name in FIELDS}
+    columns = list(zip(*index.latest().values())) or [() for _ in FIELDS]  # entries are tuples in FIELDS order
+    scan.cols = {name: list(column) for name, column in zip(FIELDS, columns)}
     path = store.verdicts_path
     if path.is_file():
         for lineno, (_, line) in enumerate(scan_lines(path), 1):

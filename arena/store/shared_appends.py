@@ -16,7 +16,8 @@ Contract:
 - A file replaced under its name since it was opened (an index rebuilt, a file rewritten by `arena doctor --repair`)
   is opened again before the append, so that nothing goes to a file that is no longer the run's.
 - Fsync is the caller's (a `RunWriter`'s rounds; any descriptor of a file will do). The interface is that of
-  `arena.core.jsonl.Appender` (`append`, `line_writer`, `close`), plus `append_episode`.
+  `arena.core.jsonl.Appender` (`append`, `line_writer`, `close`), plus `append_episode` and `append_finished`
+  (an episode, its index entry and its verdict lines under one hold of the lock).
 - flock works between processes on local file systems; on NFS it depends on the mount (as the run's own lock,
   `arena.store.lock`).
 """
@@ -25,9 +26,8 @@ from __future__ import annotations
 
 import fcntl
 import os
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import orjson
 
@@ -54,43 +54,42 @@ class SharedAppends:
         self._index_seen: tuple[int, int] = (0, 0)
         """(index size, bytes of episodes.jsonl it covers) as this process last saw them."""
 
-    def _fd(self, path: Path) -> int:
-        """The descriptor of `path` as the file is now (called under the lock): opened again when the file was
-        replaced since it was opened (an index rebuilt, a file `arena doctor --repair` rewrote) or removed, so that
-        nothing is appended to a file that is no longer the run's."""
+    def _fd(self, path: Path) -> tuple[int, int]:
+        """The descriptor of `path` as the file is now, and its size (called under the lock): opened again when the
+        file was replaced since it was opened (an index rebuilt, a file `arena doctor --repair` rewrote) or removed,
+        so that nothing is appended to a file that is no longer the run's."""
         fd = self._fds.get(path)
         if fd is not None:
             try:
                 now, held = os.stat(path), os.fstat(fd)
                 if (now.st_ino, now.st_dev) == (held.st_ino, held.st_dev):
-                    return fd
+                    return fd, held.st_size
             except FileNotFoundError:
                 pass
             os.close(fd)
             if path == self.index_path:
                 self._index_seen = (-1, 0)
         fd = self._fds[path] = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        return fd
+        return fd, os.fstat(fd).st_size
 
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _take_lock(self) -> int:
+        """Take the run's append lock (released by `fcntl.flock(lock, LOCK_UN)` on the descriptor returned)."""
         if self._lock is None:  # opened on first use: the run directory exists by then
             self._lock = os.open(self.dir / APPEND_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        lock = self._lock
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        return self._lock
 
     def append(self, path: Path, data: bytes, fsync: bool = False) -> int:
         """Append whole lines (`data` ends with a newline); returns their offset."""
         if not data.endswith(b"\n"):
             raise ValueError("a JSON line must end with a newline")
-        with self._locked():
-            fd = self._fd(path)
-            offset = _whole(fd)
+        lock = self._take_lock()
+        try:
+            fd, size = self._fd(path)
+            offset = _whole(fd, size)
             _write(fd, data)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
         if fsync:
             os.fsync(fd)
         return offset
@@ -98,22 +97,53 @@ class SharedAppends:
     def append_episode(self, line: bytes, entry: Entry, fsync: bool = False) -> int:
         """Append an episode line and its index entry (`entry` as `entry_of(line, any offset)` gives it; its offset
         is set here); returns the line's offset."""
+        return self.append_finished(line, entry, self.dir / "verdicts.jsonl", [], fsync)[0]
+
+    def append_finished(self, line: bytes, entry: Entry, verdicts_path: Path, verdicts: list[bytes],
+                        fsync: bool = False) -> tuple[int, str | None]:
+        """Append an episode line and its index entry (as `append_episode`), then its verdict lines to
+        `verdicts_path`, under one hold of the lock; returns the line's offset and why the verdict lines could not
+        follow it (None: they did). Raises when the episode's own line could not be written (nothing else is)."""
         if not line.endswith(b"\n"):
             raise ValueError("a JSON line must end with a newline")
-        with self._locked():
-            episodes, index = self._fd(self.episodes_path), self._fd(self.index_path)
-            offset = _whole(episodes)
-            index_size = _whole(index)
-            covered = self._covered(index, index_size)
-            rows = self._missing_entries(covered) if covered is not None and covered < offset else []
-            _write(episodes, line)
-            rows.append(entry._replace(offset=offset).row())
-            data = b"".join(rows)
-            _write(index, data)
-            self._index_seen = (index_size + len(data), offset + len(line))
+        lock = self._take_lock()
+        try:
+            offset, episodes = self._append_episode(line, entry)
+            problem, written = self._append_verdicts(verdicts_path, verdicts) if verdicts else (None, None)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
         if fsync:
             os.fsync(episodes)
-        return offset
+            if written is not None:
+                os.fsync(written)
+        return offset, problem
+
+    def _append_episode(self, line: bytes, entry: Entry) -> tuple[int, int]:
+        """The episode line and its entry appended (under the lock): the line's offset, the file's descriptor."""
+        (episodes, episodes_size), (index, index_size) = self._fd(self.episodes_path), self._fd(self.index_path)
+        offset = _whole(episodes, episodes_size)
+        index_size = _whole(index, index_size)
+        covered = self._covered(index, index_size)
+        rows = self._missing_entries(covered) if covered is not None and covered < offset else []
+        _write(episodes, line)
+        rows.append(entry._replace(offset=offset).row())
+        data = b"".join(rows)
+        _write(index, data)
+        self._index_seen = (index_size + len(data), offset + len(line))
+        return offset, episodes
+
+    def _append_verdicts(self, path: Path, verdicts: list[bytes]) -> tuple[str | None, int | None]:
+        """Verdict lines appended in one write (under the lock): why they could not be (None: they were), and the
+        file's descriptor once written."""
+        try:
+            if not all(v.endswith(b"\n") for v in verdicts):
+                raise ValueError("a JSON line must end with a newline")
+            fd, size = self._fd(path)
+            _whole(fd, size)
+            _write(fd, b"".join(verdicts))
+        except (OSError, ValueError) as exc:
+            return f"{type(exc).__name__}: {exc}", None
+        return None, fd
 
     def _covered(self, index: int, size: int) -> int | None:
         """Bytes of episodes.jsonl the index covers (its last entry's end); None when its last line is unreadable
@@ -140,6 +170,10 @@ class SharedAppends:
             pass
         return rows
 
+    def held_fd(self, path: Path) -> int | None:
+        """The descriptor this process appends to `path` through (None: none open), for the caller's fsync."""
+        return self._fds.get(path)
+
     def line_writer(self) -> Callable[..., int]:
         """`append_line`'s signature over these appends (`fsync` keyword as there)."""
         return lambda path, line, *, fsync=True: self.append(path, line, fsync)
@@ -153,9 +187,9 @@ class SharedAppends:
             self._lock = None
 
 
-def _whole(fd: int) -> int:
-    """The file's size once a torn tail (no final newline) is cut: the offset the next line is written at."""
-    size = os.fstat(fd).st_size
+def _whole(fd: int, size: int) -> int:
+    """The file's size (`size` bytes now) once a torn tail (no final newline) is cut: the offset the next line is
+    written at."""
     return size - cut_torn_tail(fd, size)
 
 

@@ -6,6 +6,11 @@ Contract:
   unsynced. `durable(fn, ...)` first fsyncs every unsynced path, then runs `fn` (which fsyncs its own write).
   So when a durable write's future completes, the record is on disk and so is every line and blob submitted
   before it: a finished episode is fsynced with its calls before it is counted.
+- Appended lines are held, not handed to the thread one by one: they go into its queue, as one write per file,
+  just before the next write submitted (whichever thread submits it; the episode's commit at the latest), or as
+  soon as `LINES_HELD` bytes are held. First in first out holds as if each had been queued when appended; a line
+  of an episode still playing may reach the file later than it was made (a run killed meanwhile loses it with
+  the unfinished episode, whose next try records its calls again).
 - Group commit: `commit(path, fn, ...)` is a durable write whose `fn` appends to `path` without fsync
   (`fn(..., fsync=False)`). The thread takes every write waiting in its queue as one batch; the batch's commits
   are applied after its other appends and blob writes, between two fsync rounds (what was appended before them,
@@ -26,8 +31,8 @@ Contract:
 - `settled` awaits a write to its end even if the awaiting task is cancelled meanwhile (a run stopped by
   --fail-fast or --max-cost cancels episodes; a finished one must still reach the disk), then re-raises the cancel.
   The writes that end together (a group commit's) wake the awaiting event loop once (`LoopHandoff`).
-- A fire-and-forget write (`append`, `WriterBlobStore.put`) that fails is kept in `problems` (one message each),
-  which the runner reports with the records it could not write.
+- A fire-and-forget write (`append`, `WriterBlobStore.put`) that fails is kept in `problems` (one message per
+  blob, per file's lines written together), which the runner reports with the records it could not write.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ COMMIT_WINDOW = 0.005
 """Seconds a batch holding a commit waits for more writes when the writer is busy (see the module docstring)."""
 BUSY = 0.05
 """The writer counts as busy while its last fsync round of commits ended less than this many seconds ago."""
+LINES_HELD = 1 << 20
+"""Bytes of appended lines held before they are handed to the thread without waiting for another write."""
 WRITE, APPEND, COMMIT = "write", "append", "commit"
 
 
@@ -66,8 +73,12 @@ class RunWriter:
     def __init__(self, name: str = "arena-run-writer", files: Appender | SharedAppends | None = None):
         """`files`: how this thread appends (default: an `Appender`, the run's only appender; `SharedAppends`
         when other processes append to the run too)."""
-        self._queue: queue.SimpleQueue[tuple[Future, Callable[..., Any], tuple, str, Any] | None] = \
+        self._queue: queue.SimpleQueue[tuple[Future | None, Callable[..., Any], tuple, str, Any] | None] = \
             queue.SimpleQueue()
+        self._held: list[tuple[Path, bytes]] = []  # appended lines not yet queued (see the module docstring)
+        self._held_bytes = 0
+        self._handing = threading.Lock()  # held while the held lines and the write after them are queued
+        self._closed = False
         self._unsynced: set[Path] = set()
         self.files = files if files is not None else Appender()
         """The files this thread appends to, held open (`arena.core.jsonl.Appender`, or `SharedAppends`): used by the
@@ -122,8 +133,10 @@ class RunWriter:
                 self._commit(commits)
                 last_round = time.monotonic()
 
-    @staticmethod
-    def _run(future: Future, fn: Callable[..., Any], args: tuple) -> None:
+    def _run(self, future: Future | None, fn: Callable[..., Any], args: tuple) -> None:
+        if future is None:  # fire and forget: `fn` reports its own failures in `problems`
+            fn(*args)
+            return
         if not future.set_running_or_notify_cancel():
             return
         try:
@@ -165,11 +178,32 @@ class RunWriter:
         return self._put(WRITE, None, fn, args)
 
     def _put(self, kind: str, path: Any, fn: Callable[..., Any], args: tuple) -> Future:
-        if not self._thread.is_alive():
-            raise RuntimeError("the run writer is closed")
         future: Future = Future()
-        self._queue.put((future, fn, args, kind, path))
+        self._queue_after_held((future, fn, args, kind, path))
         return future
+
+    def _queue_after_held(self, item: tuple[Future | None, Callable[..., Any], tuple, str, Any] | None) -> None:
+        """Queue the held lines (one write), then `item` (None: nothing more), in that order whatever other thread
+        queues meanwhile."""
+        with self._handing:
+            if self._closed:  # (the thread ends only when closed)
+                raise RuntimeError("the run writer is closed")
+            if self._held:
+                self._queue.put((None, self._append_held, (self._held,), APPEND, None))
+                self._held, self._held_bytes = [], 0
+            if item is not None:
+                self._queue.put(item)
+
+    def _fire(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
+        """Queue `fn(*args)` (independent of the records, like an append) with no future: a failure is kept in
+        `problems` as `what: error`."""
+        self._queue_after_held((None, self._reported, (what, fn, args), APPEND, None))
+
+    def _reported(self, what: str, fn: Callable[..., Any], args: tuple) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:
+            self.problems.append(f"{what}: {type(exc).__name__}: {exc}")
 
     def commit(self, path: Path | tuple[Path, ...], fn: Callable[..., T], *args: Any) -> "Future[T]":
         """A durable write by group commit (see the module docstring): `fn(*args, fsync=False)` appends to `path`
@@ -178,30 +212,37 @@ class RunWriter:
         paths = path if isinstance(path, tuple) else (path,)
         return self._put(COMMIT, paths, fn, args)
 
-    def _noted(self, future: Future, what: str) -> None:
-        def note(done: Future) -> None:
-            if not done.cancelled() and done.exception() is not None:
-                exc = done.exception()
+    def append(self, path: Path, line: bytes) -> None:
+        """Append one line without fsync (held until the next write is submitted, then written before it; fsynced
+        before the next durable write)."""
+        self._hold(path if isinstance(path, Path) else Path(path), line)
+
+    def append_lines(self, path: Path, lines: list[bytes]) -> None:
+        """Append several lines in order without fsync (an episode's calls.jsonl lines made in another process)."""
+        self._hold(path, b"".join(lines))
+
+    def _hold(self, path: Path, data: bytes) -> None:
+        with self._handing:
+            if self._closed:
+                raise RuntimeError("the run writer is closed")
+            self._held.append((path, data))
+            self._held_bytes += len(data)
+            full = self._held_bytes >= LINES_HELD
+        if full:
+            self._queue_after_held(None)
+
+    def _append_held(self, held: list[tuple[Path, bytes]]) -> None:
+        """Write held lines, those of each file in one append, in the order they were appended."""
+        by_path: dict[Path, list[bytes]] = {}
+        for path, data in held:
+            by_path.setdefault(path, []).append(data)
+        for path, chunks in by_path.items():
+            try:
+                self.files.append(path, b"".join(chunks))
+                self._unsynced.add(path)
+            except Exception as exc:
+                what = f"{path.name} line" if len(chunks) == 1 else f"{len(chunks)} {path.name} lines"
                 self.problems.append(f"{what}: {type(exc).__name__}: {exc}")
-        future.add_done_callback(note)
-
-    def append(self, path: Path, line: bytes) -> "Future[int]":
-        """Append one line without fsync (it is fsynced before the next durable write); returns its offset."""
-        path = path if isinstance(path, Path) else Path(path)
-        future = self._put(APPEND, None, self._append, (path, line))
-        self._noted(future, f"{path.name} line")
-        return future
-
-    def append_lines(self, path: Path, lines: list[bytes]) -> "Future[int]":
-        """Append several lines in order without fsync, as one write (an episode's calls.jsonl lines)."""
-        future = self._put(APPEND, None, self._append, (path, b"".join(lines)))
-        self._noted(future, f"{path.name} lines")
-        return future
-
-    def _append(self, path: Path, line: bytes) -> int:
-        offset = self.files.append(path, line)
-        self._unsynced.add(path)
-        return offset
 
     def durable(self, fn: Callable[..., T], *args: Any) -> "Future[T]":
         """Fsync every unsynced appended file, then run `fn(*args)` (which makes its own write durable)."""
@@ -213,7 +254,12 @@ class RunWriter:
 
     def _sync(self) -> None:
         paths, self._unsynced = sorted(self._unsynced), set()
+        held = self.files.held_fd if isinstance(self.files, SharedAppends) else None
         for path in paths:
+            fd = held(path) if held is not None else None
+            if fd is not None:  # the descriptor the lines were written through: that file is the one to sync
+                os.fsync(fd)
+                continue
             fd = os.open(path, os.O_RDONLY)
             try:
                 os.fsync(fd)
@@ -246,7 +292,12 @@ class RunWriter:
             try:
                 self.flush()
             finally:
-                self._queue.put(None)
+                with self._handing:
+                    self._closed = True
+                    if self._held:
+                        self._queue.put((None, self._append_held, (self._held,), APPEND, None))
+                        self._held = []
+                    self._queue.put(None)
                 self._thread.join()
 
 
@@ -254,30 +305,35 @@ async def settled(future: "Future[T]") -> T:
     """The future's result; a cancel of the awaiting task waits for the write to end, then is re-raised. The
     writes that end together (a group commit's) wake the event loop once (`LoopHandoff`), not once each."""
     loop = asyncio.get_running_loop()
-    waiter = loop.create_future()
-
-    def copy(done: Future) -> None:
-        if waiter.done():
-            return
-        if done.cancelled():
-            waiter.cancel()
-        elif done.exception() is not None:
-            waiter.set_exception(done.exception())
-        else:
-            waiter.set_result(done.result())
-    future.add_done_callback(lambda done: LoopHandoff.of(loop).push(copy, done))
     cancelled = False
     while True:
+        waiter = loop.create_future()
+        future.add_done_callback(lambda done, waiter=waiter: LoopHandoff.of(loop).push(_copy, done, waiter))
         try:
-            result = await asyncio.shield(waiter)
+            result = await waiter  # a cancel cancels this waiter, not the write: another waits for it
             break
         except asyncio.CancelledError:
-            if waiter.done():
+            if future.done():  # the write has ended (or was itself cancelled): nothing left to wait for
                 raise
             cancelled = True
     if cancelled:
         raise asyncio.CancelledError()
     return result
+
+
+def _copy(done: Future, waiter: asyncio.Future) -> None:
+    """A write's outcome handed to the event loop's waiter (one cancelled meanwhile takes nothing)."""
+    if waiter.done():
+        return
+    try:
+        result = done.result()  # (one look at the future's state where the write went well)
+    except BaseException as exc:
+        if done.cancelled():
+            waiter.cancel()
+        else:
+            waiter.set_exception(exc)
+        return
+    waiter.set_result(result)
 
 
 class LoopHandoff:
@@ -349,8 +405,7 @@ class WriterBlobStore(BlobStore):
             if blob_id in self._pending:
                 return blob_id
             self._pending[blob_id] = data
-        future = self.writer._put(APPEND, None, self._write, (blob_id, data))  # independent of the records
-        self.writer._noted(future, f"blob {blob_id}")
+        self.writer._fire(f"blob {blob_id}", self._write, blob_id, data)  # independent of the records
         return blob_id
 
     def put_file(self, path: str | Path) -> str:

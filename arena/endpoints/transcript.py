@@ -219,7 +219,10 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
         added = [writer.compact_message(m) for m in messages[keep:]]
     else:  # plain JSON values, as the body carried them (pre-serialised parts included)
         request = orjson.loads(orjson.dumps(request))
-        added = [writer.compact_message(_plain(m), _payloads(m)) for m in messages[keep:]]
+        added = []
+        for message in messages[keep:]:
+            payloads: dict[int, _Part] = {}
+            added.append(writer.compact_message(_plain(message, payloads), payloads))
     current.calls += 1
     if isinstance(tools, list):
         request["tools"] = _tools_ref(current, writer, tools)
@@ -312,20 +315,23 @@ def body_pieces(params: dict[str, Any]) -> list[bytes]:
     by `serialised_part` inside messages' contents go as their own bytes, between the JSON around them, so a request
     showing a 15 MB photo is not copied into a 15 MB body of its own (and its memory found) at every round."""
     pieces: list[bytes] = []
-    messages = []
-    for message in params.get("messages") or []:
+    messages = params.get("messages") or []
+    marked_messages = None  # `messages` with the places of the pieces marked, once one is found
+    for index, message in enumerate(messages):
         content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list) and any(isinstance(p, orjson.Fragment) for p in content):
-            marked = []
-            for part in content:
-                entry = _PARTS.get(id(part)) if isinstance(part, orjson.Fragment) else None
-                if entry is not None and entry.fragment is part and len(entry.data) >= PIECE:
-                    pieces.append(entry.data)
-                    part = _MARK  # a NUL byte: never in orjson's output, the place of the piece
-                marked.append(part)
-            message = {**message, "content": marked}
-        messages.append(message)
-    around = orjson.dumps({**params, "messages": messages}).split(b"\0") if pieces else []
+        if not isinstance(content, list):
+            continue
+        marked = None
+        for at, part in enumerate(content):
+            entry = _PARTS.get(id(part)) if isinstance(part, orjson.Fragment) else None
+            if entry is not None and entry.fragment is part and len(entry.data) >= PIECE:
+                pieces.append(entry.data)
+                marked = marked or list(content)
+                marked[at] = _MARK  # a NUL byte: never in orjson's output, the place of the piece
+        if marked is not None:
+            marked_messages = marked_messages or list(messages)
+            marked_messages[index] = {**message, "content": marked}
+    around = orjson.dumps({**params, "messages": marked_messages}).split(b"\0") if pieces else []
     if len(around) != len(pieces) + 1:  # no piece, or a NUL byte in a part that claimed to be JSON: all in one
         return [orjson.dumps(params)]
     return [piece for pair in zip(around, [*pieces, b""]) for piece in pair if piece]
@@ -346,33 +352,25 @@ def _image_part(part: orjson.Fragment) -> dict[str, Any] | None:
     return {"type": "image_url", "image_url": {"url": url.decode("ascii")}}
 
 
-def _known_part(part: orjson.Fragment) -> Any:
-    """The value a `serialised_part` Fragment was made from (the same objects: their string hashes are kept)."""
-    entry = _PARTS.get(id(part))
-    return entry.value if entry is not None and entry.fragment is part else None
-
-
-def _payloads(message: Any) -> dict[int, _Part]:
-    """The parts of `message`'s content (by index) made by `serialised_part` with a payload."""
-    content = message.get("content") if isinstance(message, dict) else None
-    found = {}
-    for i, part in enumerate(content if isinstance(content, list) else ()):
-        entry = _PARTS.get(id(part)) if isinstance(part, orjson.Fragment) else None
-        if entry is not None and entry.fragment is part and entry.payload is not None:
-            found[i] = entry
-    return found
-
-
-def _plain(message: Any) -> Any:
+def _plain(message: Any, payloads: dict[int, _Part] | None = None) -> Any:
     """A message as the plain JSON values its serialisation carries (pre-serialised parts taken back from
-    `serialised_part`, else image parts read by `_image_part`, else parsed)."""
+    `serialised_part`, else image parts read by `_image_part`, else parsed). `payloads`, when given, gets the parts of
+    the content (by index) made by `serialised_part` with a payload."""
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
         return orjson.loads(orjson.dumps(message))
-    fast = {i: _known_part(p) or _image_part(p) for i, p in enumerate(content) if isinstance(p, orjson.Fragment)}
-    fast = {i: part for i, part in fast.items() if part is not None}
+    fast = {}
+    for at, part in enumerate(content):
+        if not isinstance(part, orjson.Fragment):
+            continue
+        entry = _PARTS.get(id(part))
+        entry = entry if entry is not None and entry.fragment is part else None  # else not ours (an id reused)
+        if entry is not None and entry.payload is not None and payloads is not None:
+            payloads[at] = entry
+        value = (entry.value if entry is not None else None) or _image_part(part)
+        if value is not None:
+            fast[at] = value
     plain = orjson.loads(orjson.dumps({**message, "content": [None if i in fast else p for i, p in enumerate(content)]}))
-    plain["content"] = [fast.get(i, p) for i, p in enumerate(plain["content"])]
+    for at, value in fast.items():
+        plain["content"][at] = value
     return plain
-
-

@@ -6,7 +6,8 @@ The HTTP layer records into a `CallSink` (a small protocol below); the run direc
 A call is recorded by `Endpoint` when a `scope` is open in the calling task (the runner opens one per episode,
 role `agent`, and one per judging, role `judge`): once it was answered (a retried request once, as the attempt
 that was answered), or once it failed for good with a response from the server (a rejection such as a context
-overflow, or the last of the retries), with that error response. One line per call:
+overflow, or the last of the retries), with that error response. A scope's lines are handed to its sink together
+when it ends (one write per episode's calls, not one per call). One line per call:
 
     {"episode": KEY, "role": "agent"|"judge", "sid": SCOPE, "round": K, "keep": N,
      "request": {...body without messages...}, "add": [...new messages...], "response": {...raw body...}}
@@ -48,13 +49,16 @@ Role = Literal["agent", "judge"]
 class CallSink(Protocol):
     """Where a scope's calls go (the run directory's `arena.store.calls.TranscriptWriter`): `compact_message` gives
     a message as stored (`payloads`: content index -> the `serialised_part` whose bytes its data URL encodes),
-    `json_ref` a value stored once by reference, `write` appends one call record."""
+    `json_ref` a value stored once by reference, `line` a call record's line, `write_lines` appends lines in their
+    order."""
 
     def compact_message(self, message: Any, payloads: "dict[int, _Part] | None" = None) -> Any: ...
 
     def json_ref(self, value: Any) -> dict[str, str]: ...
 
-    def write(self, record: dict[str, Any]) -> None: ...
+    def line(self, record: dict[str, Any]) -> bytes: ...
+
+    def write_lines(self, lines: list[bytes]) -> None: ...
 
 
 @dataclass
@@ -76,6 +80,7 @@ class Scope:
     calls: int = 0
     previous: list[Any] = field(default_factory=list)
     tools: tuple[list[Any], dict[str, str]] | None = None  # the last `tools` list recorded, and its stored reference
+    lines: list[bytes] | None = field(default_factory=list)  # the calls' lines until the scope ends, then None
 
 
 _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_transcript_scope", default=None)
@@ -85,13 +90,21 @@ _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_tra
 def scope(writer: CallSink | None, episode: str, role: Role,
           resend: dict[str, Any] | None = None) -> Iterator[None]:
     """Record the model calls made in this task (and the tasks it starts) under `episode` and `role`; nothing is
-    recorded when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says."""
+    recorded when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says. The calls'
+    lines go to `writer` together when the scope ends (before the episode or verdict they belong to is stored: the
+    runner stores it after), one write for all of them; a call that ends after its scope did is written at once."""
     again = Resend(resend["messages"], resend.get("tools")) if resend else None
-    token = _SCOPE.set(Scope(writer, episode, role, again) if writer is not None or again else None)
+    current = Scope(writer, episode, role, again) if writer is not None or again else None
+    token = _SCOPE.set(current)
     try:
         yield
     finally:
         _SCOPE.reset(token)
+        if current is not None and current.writer is not None:
+            with _LOCK:
+                lines, current.lines = current.lines, None
+            if lines:
+                current.writer.write_lines(lines)
 
 
 def recorded_request() -> dict[str, Any] | None:
@@ -226,8 +239,12 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
     current.calls += 1
     if isinstance(tools, list):
         request["tools"] = _tools_ref(current, writer, tools)
-    writer.write({"episode": current.episode, "role": current.role, "sid": current.sid, "round": current.calls,
-                  "keep": keep, "request": request, "add": added, "response": response, **(failure or {})})
+    line = writer.line({"episode": current.episode, "role": current.role, "sid": current.sid, "round": current.calls,
+                        "keep": keep, "request": request, "add": added, "response": response, **(failure or {})})
+    if current.lines is not None:
+        current.lines.append(line)
+    else:  # the scope ended before the call did
+        writer.write_lines([line])
 
 
 def _tools_ref(current: Scope, writer: CallSink, tools: list[Any]) -> dict[str, str]:

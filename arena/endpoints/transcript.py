@@ -153,8 +153,9 @@ def record(body: bytes, response: Any, failure: dict[str, Any] | None = None) ->
 def record_params(params: dict[str, Any], response: Any, failure: dict[str, Any] | None = None) -> None:
     """`record` for `Endpoint`, from the fields it serialised (`orjson.dumps(params)`) into the body it sent:
     messages are compared with the previous call's as they are (cheap: the same image parts are the same
-    objects) and only the new ones are serialised and read back, instead of parsing the whole body (megabytes
-    of images) on every call. orjson serialises deterministically, so what is recorded is the body's JSON."""
+    objects) and only the new ones go into the line (a content list read back as plain values, its image parts
+    stored as blobs), instead of parsing the whole body (megabytes of images) on every call. The line is serialised
+    from those values at once, and orjson serialises deterministically, so what is recorded is the body's JSON."""
     current = _SCOPE.get()
     if current is not None and current.writer is not None:
         _checked(current, params, response, failure, parsed=False)
@@ -230,8 +231,7 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
         request["tools"] = None  # stored by reference below, in its place among the fields
     if parsed:
         added = [writer.compact_message(m) for m in messages[keep:]]
-    else:  # plain JSON values, as the body carried them (pre-serialised parts included)
-        request = orjson.loads(orjson.dumps(request))
+    else:  # the values serialised into the body; the line is serialised from them at once, the same JSON
         added = []
         for message in messages[keep:]:
             payloads: dict[int, _Part] = {}
@@ -370,12 +370,13 @@ def _image_part(part: orjson.Fragment) -> dict[str, Any] | None:
 
 
 def _plain(message: Any, payloads: dict[int, _Part] | None = None) -> Any:
-    """A message as the plain JSON values its serialisation carries (pre-serialised parts taken back from
-    `serialised_part`, else image parts read by `_image_part`, else parsed). `payloads`, when given, gets the parts of
-    the content (by index) made by `serialised_part` with a payload."""
+    """A message that serialises as `message` does, with a content list as the plain JSON values its serialisation
+    carries (pre-serialised parts taken back from `serialised_part`, else image parts read by `_image_part`, else
+    parsed), so that the sink sees its image parts; any other message as it is. `payloads`, when given, gets the parts
+    of the content (by index) made by `serialised_part` with a payload."""
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
-        return orjson.loads(orjson.dumps(message))
+        return message
     fast = {}
     for at, part in enumerate(content):
         if not isinstance(part, orjson.Fragment):

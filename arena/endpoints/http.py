@@ -347,7 +347,7 @@ class _Connection(asyncio.Protocol):
 
     def _finish(self, body: bytes, keep_alive: bool) -> None:
         status, _, headers = self._head  # type: ignore[misc]
-        encoding = headers.get("content-encoding", "identity").lower()
+        encoding = headers["content-encoding"].lower() if "content-encoding" in headers else "identity"
         if encoding in ("gzip", "deflate", "x-gzip"):
             try:
                 body = zlib.decompress(body, 47 if encoding != "deflate" else 15)
@@ -371,7 +371,7 @@ class _Connection(asyncio.Protocol):
                 if len(self._buffer) > 1 << 20:
                     raise HTTPTransportError("RemoteProtocolError: response headers longer than 1 MiB")
                 return
-            head = bytes(self._buffer[:end]).decode("latin-1")
+            head = self._buffer[:end].decode("latin-1")
             del self._buffer[:end + 4]
             status_line, *lines = head.split("\r\n")
             parts = status_line.split(" ", 2)

@@ -459,6 +459,24 @@ def test_a_body_in_pieces_goes_out_joined_with_its_whole_length() -> None:
                for r in server.requests) and server.connections == 1
 
 
+def test_many_pieces_reach_a_slow_reader_whole_and_in_order() -> None:
+    # more pieces than one `sendmsg` takes (`MAX_BUFFERS`), of many sizes and some empty, the kernel taking a part at a
+    # time: what it did not take resumes exactly where it stopped, inside a piece or between two
+    pieces = [bytes([i % 251]) * (i * 7919 % 120000) for i in range(300)]  # 18 MB
+
+    class SlowServer(RawServer):
+        def serve(self, conn: socket.socket, number: int) -> None:
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+            super().serve(conn, number)
+    server = SlowServer(lambda number, index, request: ok())
+    try:
+        assert [r.status for r in post(server.url, pieces, times=2)] == [200, 200]  # type: ignore[arg-type]
+    finally:
+        server.close()
+    joined = b"".join(pieces)
+    assert len(server.requests) == 2 and all(r.endswith(b"\r\n\r\n" + joined) for r in server.requests)
+
+
 def test_plain_http_goes_through_the_socket_channel_and_tls_through_the_transport(certificate) -> None:
     """Which way a connection's bytes go (`arena.endpoints.http` docstring): a plain connection is a `_SocketChannel`
     (the body handed to the kernel from its own memory), a TLS one asyncio's transport."""

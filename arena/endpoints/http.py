@@ -147,7 +147,11 @@ class _SocketChannel:
             self._close(exc)
             return
         if data:
-            self.protocol.data_received(data)
+            try:
+                self.protocol.data_received(data)
+            except Exception as exc:  # a protocol error of ours: the connection cannot be trusted (as a transport does)
+                self._close(exc)
+                raise
         else:
             self.protocol.eof_received()
             self._close(None)

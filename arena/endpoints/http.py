@@ -20,8 +20,9 @@ Contract of `HTTPPool.post(body)`:
 - every failure to get a response is an `HTTPTransportError` naming what failed (`unreachable` says why when no
   connection could be made: refused, unknown host, TLS, connect timeout); a response of any status is returned,
   not raised;
-- an answer that comes before the whole body was sent (e.g. a 413 from the headers alone) ends the request and the
-  connection: the rest of the body is never sent, nor taken by the server as the start of another request.
+- an answer that comes before the whole body was handed over (e.g. a 413 from the headers alone) ends the request
+  and the connection, so that the rest of the body is never taken by the server as the start of another request
+  (over TLS, "handed over" is to asyncio's transport, which may still hold the last of it to encrypt and send).
 
 How the bytes go out: a connection without TLS (plain http, directly or through an http proxy) is driven by the
 loop's reader and writer callbacks on its socket (`_SocketChannel`): a request's head and body pieces go to the
@@ -274,7 +275,8 @@ class _Connection(asyncio.Protocol):
             self._timer = self.loop.call_at(self._last + self.timeout, self._check_timeout)
         try:
             if isinstance(self.transport, _SocketChannel):
-                await self._send_direct(self.transport, [head, *body])  # type: ignore[list-item]
+                pieces: list[Buffer] = [head, *body]
+                await self._send_direct(self.transport, pieces)
             elif len(body) == 1 and len(body[0]) < SLICE:
                 self.transport.write(head + body[0])
             else:

@@ -422,6 +422,14 @@ def test_an_answer_before_the_whole_body_was_sent_retires_the_connection(tls: bo
     assert seen[0].endswith(b'\r\n\r\n{"small": true}') and seen[0].startswith(b"POST ")
 
 
+class SlowServer(RawServer):
+    """A `RawServer` reading through a small receive buffer: the client's bytes wait for room in the kernel."""
+
+    def serve(self, conn: socket.socket, number: int) -> None:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        super().serve(conn, number)
+
+
 @pytest.mark.parametrize("tls", [False, True], ids=["plain socket", "TLS transport"])
 def test_a_large_body_reaches_a_slow_reader_whole_and_in_order(tls: bool, request) -> None:
     # plain http: handed to the kernel as it makes room (`_SocketChannel`); TLS: several slices
@@ -429,15 +437,7 @@ def test_a_large_body_reaches_a_slow_reader_whole_and_in_order(tls: bool, reques
     # the second request starts exactly where the first body ended
     body = bytes(range(256)) * (12 << 12)  # 12 MiB
     certificate = request.getfixturevalue("certificate") if tls else None
-
-    def slow(number: int, index: int, request: bytes) -> bytes:
-        return ok()
-
-    class SlowServer(RawServer):
-        def serve(self, conn: socket.socket, number: int) -> None:
-            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-            super().serve(conn, number)
-    server = SlowServer(slow, tls=tls_server_context(certificate) if certificate else None)
+    server = SlowServer(lambda number, index, request: ok(), tls=tls_server_context(certificate) if certificate else None)
     context = ssl.create_default_context(cafile=str(certificate[0])) if certificate else None
     try:
         assert [r.status for r in post(server.url, body, times=2, ssl_context=context)] == [200, 200]
@@ -447,34 +447,24 @@ def test_a_large_body_reaches_a_slow_reader_whole_and_in_order(tls: bool, reques
     assert all(r.endswith(b"\r\n\r\n" + body) for r in server.requests)
 
 
-def test_a_body_in_pieces_goes_out_joined_with_its_whole_length() -> None:
-    pieces = [b'{"a":', b"x" * (3 << 20), b"", b',"b":', b"y" * 100, b"}"]  # empty pieces included
-    server = RawServer(lambda number, index, request: ok())
+# a few pieces, one large, some empty; and more pieces than one `sendmsg` takes (`MAX_BUFFERS`), of many sizes, to a
+# slow reader: the kernel takes a part at a time, and what it did not take resumes exactly where it stopped, inside a
+# piece or between two
+PIECES = {"few": ([b'{"a":', b"x" * (3 << 20), b"", b',"b":', b"y" * 100, b"}"], RawServer),
+          "many, slow reader": ([bytes([i % 251]) * (i * 7919 % 120000) for i in range(300)], SlowServer)}  # 18 MB
+
+
+@pytest.mark.parametrize("case", sorted(PIECES))
+def test_a_body_in_pieces_goes_out_joined_with_its_whole_length(case: str) -> None:
+    pieces, server_class = PIECES[case]
+    server = server_class(lambda number, index, request: ok())
     try:
         assert [r.status for r in post(server.url, pieces, times=2)] == [200, 200]  # type: ignore[arg-type]
     finally:
         server.close()
     joined = b"".join(pieces)
     assert all(r.endswith(b"\r\n\r\n" + joined) and f"Content-Length: {len(joined)}\r\n".encode() in r
-               for r in server.requests) and server.connections == 1
-
-
-def test_many_pieces_reach_a_slow_reader_whole_and_in_order() -> None:
-    # more pieces than one `sendmsg` takes (`MAX_BUFFERS`), of many sizes and some empty, the kernel taking a part at a
-    # time: what it did not take resumes exactly where it stopped, inside a piece or between two
-    pieces = [bytes([i % 251]) * (i * 7919 % 120000) for i in range(300)]  # 18 MB
-
-    class SlowServer(RawServer):
-        def serve(self, conn: socket.socket, number: int) -> None:
-            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-            super().serve(conn, number)
-    server = SlowServer(lambda number, index, request: ok())
-    try:
-        assert [r.status for r in post(server.url, pieces, times=2)] == [200, 200]  # type: ignore[arg-type]
-    finally:
-        server.close()
-    joined = b"".join(pieces)
-    assert len(server.requests) == 2 and all(r.endswith(b"\r\n\r\n" + joined) for r in server.requests)
+               for r in server.requests) and server.connections == 1 and len(server.requests) == 2
 
 
 def test_plain_http_goes_through_the_socket_channel_and_tls_through_the_transport(certificate) -> None:

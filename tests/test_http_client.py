@@ -384,30 +384,37 @@ def test_no_proxy_and_unsupported_proxies(monkeypatch) -> None:
         proxy_for("http://models.internal/v1")
 
 
-def test_an_answer_before_the_whole_body_was_sent_retires_the_connection() -> None:
+@pytest.mark.parametrize("tls", [False, True], ids=["plain socket", "TLS transport"])
+def test_an_answer_before_the_whole_body_was_sent_retires_the_connection(tls: bool, request) -> None:
     # a server that refuses a large body from its headers alone (413) and stops reading, keeping the socket open:
     # the unsent rest of that body must never be taken as the start of the next request
     sock = socket.create_server(("127.0.0.1", 0))
     seen: list[bytes] = []
+    context = tls_server_context(request.getfixturevalue("certificate")) if tls else None
+
+    def accept() -> socket.socket:
+        conn, _ = sock.accept()
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        return context.wrap_socket(conn, server_side=True) if context else conn
 
     def serve() -> None:
-        first, _ = sock.accept()
-        first.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        first = accept()
         head = b""
         while b"\r\n\r\n" not in head:
             head += first.recv(1024)
         first.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 2\r\n\r\n{}")
-        second, _ = sock.accept()
+        second = accept()
         seen.append(read_request(second, bytearray()) or b"")
         second.sendall(ok())
         time.sleep(30)  # `first` stays open, unread: the client must not wait for it
         first.close()
         second.close()
     threading.Thread(target=serve, daemon=True).start()
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1/chat/completions"
+    url = f"http{'s' * tls}://127.0.0.1:{sock.getsockname()[1]}/v1/chat/completions"
+    client_context = ssl.create_default_context(cafile=str(request.getfixturevalue("certificate")[0])) if tls else None
 
     async def main() -> list[int]:
-        pool = HTTPPool(url, {}, 5.0, 4)
+        pool = HTTPPool(url, {}, 5.0, 4, client_context)
         big = await pool.post(b"x" * (8 << 20))
         small = await pool.post(b'{"small": true}')
         return [big.status, small.status]
@@ -415,34 +422,67 @@ def test_an_answer_before_the_whole_body_was_sent_retires_the_connection() -> No
     assert seen[0].endswith(b'\r\n\r\n{"small": true}') and seen[0].startswith(b"POST ")
 
 
-def test_a_large_body_reaches_a_slow_reader_whole_and_in_order() -> None:
-    # several slices (`arena.endpoints.http.SLICE`) written as the server drains a small receive buffer; twice on one
-    # connection, so the second request starts exactly where the first body ended
+class SlowServer(RawServer):
+    """A `RawServer` reading through a small receive buffer: the client's bytes wait for room in the kernel."""
+
+    def serve(self, conn: socket.socket, number: int) -> None:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        super().serve(conn, number)
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["plain socket", "TLS transport"])
+def test_a_large_body_reaches_a_slow_reader_whole_and_in_order(tls: bool, request) -> None:
+    # plain http: handed to the kernel as it makes room (`_SocketChannel`); TLS: several slices
+    # (`arena.endpoints.http.SLICE`) written as the server drains a small receive buffer; twice on one connection, so
+    # the second request starts exactly where the first body ended
     body = bytes(range(256)) * (12 << 12)  # 12 MiB
-
-    def slow(number: int, index: int, request: bytes) -> bytes:
-        return ok()
-
-    class SlowServer(RawServer):
-        def serve(self, conn: socket.socket, number: int) -> None:
-            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-            super().serve(conn, number)
-    server = SlowServer(slow)
+    certificate = request.getfixturevalue("certificate") if tls else None
+    server = SlowServer(lambda number, index, request: ok(), tls=tls_server_context(certificate) if certificate else None)
+    context = ssl.create_default_context(cafile=str(certificate[0])) if certificate else None
     try:
-        assert [r.status for r in post(server.url, body, times=2)] == [200, 200]
+        assert [r.status for r in post(server.url, body, times=2, ssl_context=context)] == [200, 200]
     finally:
         server.close()
     assert server.connections == 1 and len(server.requests) == 2
     assert all(r.endswith(b"\r\n\r\n" + body) for r in server.requests)
 
 
-def test_a_body_in_pieces_goes_out_joined_with_its_whole_length() -> None:
-    pieces = [b'{"a":', b"x" * (3 << 20), b"", b',"b":', b"y" * 100, b"}"]  # empty pieces included
-    server = RawServer(lambda number, index, request: ok())
+# a few pieces, one large, some empty; and more pieces than one `sendmsg` takes (`MAX_BUFFERS`), of many sizes, to a
+# slow reader: the kernel takes a part at a time, and what it did not take resumes exactly where it stopped, inside a
+# piece or between two
+PIECES = {"few": ([b'{"a":', b"x" * (3 << 20), b"", b',"b":', b"y" * 100, b"}"], RawServer),
+          "many, slow reader": ([bytes([i % 251]) * (i * 7919 % 120000) for i in range(300)], SlowServer)}  # 18 MB
+
+
+@pytest.mark.parametrize("case", sorted(PIECES))
+def test_a_body_in_pieces_goes_out_joined_with_its_whole_length(case: str) -> None:
+    pieces, server_class = PIECES[case]
+    server = server_class(lambda number, index, request: ok())
     try:
         assert [r.status for r in post(server.url, pieces, times=2)] == [200, 200]  # type: ignore[arg-type]
     finally:
         server.close()
     joined = b"".join(pieces)
     assert all(r.endswith(b"\r\n\r\n" + joined) and f"Content-Length: {len(joined)}\r\n".encode() in r
-               for r in server.requests) and server.connections == 1
+               for r in server.requests) and server.connections == 1 and len(server.requests) == 2
+
+
+def test_plain_http_goes_through_the_socket_channel_and_tls_through_the_transport(certificate) -> None:
+    """Which way a connection's bytes go (`arena.endpoints.http` docstring): a plain connection is a `_SocketChannel`
+    (the body handed to the kernel from its own memory), a TLS one asyncio's transport."""
+    from arena.endpoints.http import _SocketChannel
+
+    async def kind(url: str, context: ssl.SSLContext | None) -> type:
+        pool = HTTPPool(url, {}, 5.0, 1, context)
+        assert (await pool.post([b"{", b"}"])).status == 200
+        (connection,) = pool._idle
+        await pool.aclose()
+        return type(connection.transport)
+    plain, tls = RawServer(lambda c, i, r: ok()), RawServer(lambda c, i, r: ok(), tls=tls_server_context(certificate))
+    try:
+        assert asyncio.run(kind(plain.url, None)) is _SocketChannel
+        context = ssl.create_default_context(cafile=str(certificate[0]))
+        assert issubclass(asyncio.run(kind(tls.url, context)), asyncio.Transport)
+    finally:
+        plain.close()
+        tls.close()

@@ -344,8 +344,9 @@ def test_images_recorded_from_the_payloads_of_their_parts_are_what_decoding_the_
     handed = one_run("handed")
     assert decoded == [] and len(handed[0]) == 4
     with monkeypatch.context() as patch:
-        patch.setattr(transcript_module, "_payloads", lambda message: {})  # no payload found: decode the URLs
-        decoding = one_run("decoding")
+        plain = transcript_module._plain
+        patch.setattr(transcript_module, "_plain", lambda message, payloads=None: plain(message))  # no payload found:
+        decoding = one_run("decoding")  # decode the URLs
     assert len(decoded) == 4 and decoding == handed  # the task image and three crops
     monkeypatch.setattr(transcript_module._PARTS, "put", lambda key, value: None)  # parts read out of their bytes
     read_back = one_run("read-back")

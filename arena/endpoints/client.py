@@ -330,13 +330,26 @@ def status_error(status: int, body: bytes, headers: Mapping[str, str], limit: in
     return RejectedError(text, status=status, server_message=message, code=code)
 
 
+_UNLIMITED = contextlib.nullcontext()  # the slots of an endpoint without `max_parallel`
+
+
 class Endpoint:
+    """Chat completions from one configured endpoint. What follows from the config alone (the URL, the sampling
+    fields, `config.where()`) is worked out once, when the Endpoint is made."""
+
     def __init__(self, config: EndpointConfig):
         self.config = config
         url = urllib.parse.urlsplit(config.base_url)
         self._url = urllib.parse.urlunsplit(url._replace(path=url.path.rstrip("/") + "/chat/completions"))
+        self._where = config.where()
+        self._reasoning_model = bool(REASONING_MODEL.match(config.model))
+        token_param = config.token_param if config.token_param != "auto" else \
+            "max_completion_tokens" if self._reasoning_model else "max_tokens"
+        # the config's sampling fields in their place in every body (None: left out unless an override sets it)
+        self._sampling = {"temperature": None if self._reasoning_model else config.temperature,
+                          token_param: config.max_tokens, "reasoning_effort": config.reasoning_effort}
         self._pool: HTTPPool | None = None
-        self._slots = asyncio.Semaphore(config.max_parallel) if config.max_parallel else None
+        self._slots = asyncio.Semaphore(config.max_parallel) if config.max_parallel else _UNLIMITED
         self.answered = False  # the server answered a request of this endpoint (any status)
         self.largest_accepted = 0  # bytes of the largest request body the server answered with a completion
 
@@ -348,18 +361,13 @@ class Endpoint:
                **overrides: Any) -> dict[str, Any]:
         """The request body's fields (None left out); `overrides` win over the config (None removes a field)."""
         cfg = self.config
-        params: dict[str, Any] = {"model": cfg.model, "messages": messages}
-        reasoning_model = bool(REASONING_MODEL.match(cfg.model))
-        token_param = cfg.token_param if cfg.token_param != "auto" else \
-            "max_completion_tokens" if reasoning_model else "max_tokens"
-        params.update({"temperature": None if reasoning_model else cfg.temperature, token_param: cfg.max_tokens,
-                       "reasoning_effort": cfg.reasoning_effort, "tools": tools or None,
-                       "parallel_tool_calls": cfg.parallel_tool_calls if tools else None, **cfg.extra_body})
-        if reasoning_model:
+        params: dict[str, Any] = {"model": cfg.model, "messages": messages, **self._sampling, "tools": tools or None,
+                                  "parallel_tool_calls": cfg.parallel_tool_calls if tools else None, **cfg.extra_body}
+        if self._reasoning_model:
             overrides.pop("temperature", None)
         params.update(overrides)
         params = {k: v for k, v in params.items() if v is not None}
-        for name, refusal in run_params().of(cfg.where()).items():
+        for name, refusal in run_params().of(self._where).items():
             if name in params:
                 value = params.pop(name)
                 if refusal.rename and refusal.rename not in params:
@@ -379,7 +387,7 @@ class Endpoint:
             while True:
                 attempts += 1
                 try:
-                    async with self._slots or contextlib.nullcontext():
+                    async with self._slots:
                         reply, data = await self._post(body)
                 except UnreachableEndpointError:
                     now = time.monotonic()
@@ -397,11 +405,11 @@ class Endpoint:
                     continue
                 except RejectedError as exc:
                     refusal = param_refusal(exc, params)
-                    known = run_params().of(cfg.where())
+                    known = run_params().of(self._where)
                     if refusal is None or refusal.field in known:
                         raise  # nothing to learn, or learned already and still refused: never a loop
                     known[refusal.field] = refusal
-                    logger.warning("%s", redact_text(refusal.describe(cfg.where())))
+                    logger.warning("%s", redact_text(refusal.describe(self._where)))
                     if exc.body is not None:  # the refused call is part of the transcript
                         transcript.record_params(params, transcript.error_body(exc.body),
                                                  {"status": exc.status, "error": redact_text(str(exc))})
@@ -409,15 +417,15 @@ class Endpoint:
                     body = transcript.body_pieces(params)
                     continue
                 transcript.record_params(params, data)
-                self.largest_accepted = max(self.largest_accepted, sum(len(piece) for piece in body))
+                self.largest_accepted = max(self.largest_accepted, sum(map(len, body)))
                 return reply
         except EndpointError as exc:
             if exc.body is not None:  # the server answered: the failed call is part of the transcript
                 transcript.record_params(params, transcript.error_body(exc.body),
                                          {"status": exc.status, "error": redact_text(str(exc))})
-            raise type(exc)(redact_text(f"{cfg.where()}: {exc} (after {attempts} attempt{'s' * (attempts != 1)})"),
+            raise type(exc)(redact_text(f"{self._where}: {exc} (after {attempts} attempt{'s' * (attempts != 1)})"),
                             status=exc.status, server_message=exc.server_message, code=exc.code,
-                            sent_bytes=sum(len(piece) for piece in body)) from None
+                            sent_bytes=sum(map(len, body))) from None
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number `attempt` (from 1) when the server named no wait:

@@ -19,7 +19,17 @@ Contract of `HTTPPool.post(body)`:
   absolute form, https through a `CONNECT` tunnel; the proxy URL's user:password goes as `Proxy-Authorization`;
 - every failure to get a response is an `HTTPTransportError` naming what failed (`unreachable` says why when no
   connection could be made: refused, unknown host, TLS, connect timeout); a response of any status is returned,
-  not raised.
+  not raised;
+- an answer that comes before the whole body was handed over (e.g. a 413 from the headers alone) ends the request
+  and the connection, so that the rest of the body is never taken by the server as the start of another request
+  (over TLS, "handed over" is to asyncio's transport, which may still hold the last of it to encrypt and send).
+
+How the bytes go out: a connection without TLS (plain http, directly or through an http proxy) is driven by the
+loop's reader and writer callbacks on its socket (`_SocketChannel`): a request's head and body pieces go to the
+kernel straight from their memory, all in one `sendmsg` while the kernel has room, and the sender waits for the
+socket to be writable only when its buffer is full, so Python copies no byte of a body (megabytes of images per
+request). A TLS connection (https, a CONNECT tunnel, an https proxy) goes through asyncio's transport, which
+encrypts: the body is written a slice (`SLICE`) at a time, each once the one before has gone to the kernel.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import urllib.parse
 import urllib.request
 import zlib
 from dataclasses import dataclass
+from typing import Union
 
 
 class HTTPTransportError(OSError):
@@ -71,7 +82,114 @@ class HTTPResponse:
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _END_OF_HEAD = b"\r\n\r\n"
-SLICE = 1 << 20  # bodies at least this large are written a slice at a time (`_Connection._send`)
+SLICE = 1 << 20  # through a transport (TLS), bodies at least this large are written a slice at a time (`_send`)
+READ_SIZE = 1 << 18  # bytes asked of the kernel per read (as asyncio's transports ask)
+MAX_BUFFERS = 64  # memory regions handed to one `sendmsg` (the kernel takes up to IOV_MAX, 1024 on Linux)
+DIRECT_SOCKETS = hasattr(socket.socket, "sendmsg")  # `_SocketChannel` needs it (not on Windows)
+Buffer = Union[bytes, memoryview]
+
+
+class _SocketChannel:
+    """A connection without TLS, driven by the loop's callbacks on its socket instead of an asyncio transport: what
+    arrives goes to the protocol as a transport would give it (`data_received`, `eof_received`, `connection_lost`),
+    and `send` hands bytes to the kernel straight from the caller's memory, nothing buffered (`get_write_buffer_size`
+    is always 0). `close` and `abort` both close at once: nothing is ever left to flush."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket, protocol: "_Connection"):
+        self.loop, self.sock, self.protocol = loop, sock, protocol
+        self.closed = False
+        self._fd = sock.fileno()
+        self._writable: asyncio.Future[None] | None = None
+        loop.add_reader(self._fd, self._read)
+        protocol.connection_made(self)
+
+    def send(self, pieces: list[Buffer]) -> list[Buffer]:
+        """Hand `pieces` to the kernel, as much of them as it takes now (one system call); what is left of them:
+        nothing once all went, and nothing when the socket failed (the failure closes the channel)."""
+        batch = pieces[:MAX_BUFFERS]
+        try:
+            sent = self.sock.sendmsg(batch)
+        except (BlockingIOError, InterruptedError):
+            return pieces
+        except OSError as exc:
+            self._close(exc)
+            return []
+        if sent == sum(map(len, batch)):
+            return pieces[MAX_BUFFERS:]
+        for index, piece in enumerate(batch):
+            if sent < len(piece):
+                return [memoryview(piece)[sent:], *pieces[index + 1:]]
+            sent -= len(piece)
+        return []  # not reached: the kernel took less than it was given
+
+    def writable(self) -> asyncio.Future[None]:
+        """A future done once the kernel can take more bytes (or the channel closed)."""
+        self._writable = self.loop.create_future()
+        if not self.closed:
+            self.loop.add_writer(self._fd, self._wake_writer)
+        else:
+            self._writable.set_result(None)
+        return self._writable
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        self._close(None)
+
+    abort = close
+
+    def _read(self) -> None:
+        try:
+            data = self.sock.recv(READ_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._close(exc)
+            return
+        if data:
+            try:
+                self.protocol.data_received(data)
+            except Exception as exc:  # a protocol error of ours: the connection cannot be trusted (as a transport does)
+                self._close(exc)
+                raise
+        else:
+            self.protocol.eof_received()
+            self._close(None)
+
+    def _wake_writer(self) -> None:
+        self.loop.remove_writer(self._fd)
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+
+    def _close(self, exc: Exception | None) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.loop.remove_reader(self._fd)
+        self._wake_writer()
+        self.sock.close()
+        self.loop.call_soon(self.protocol.connection_lost, exc)
+
+
+async def _open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) -> socket.socket:
+    """A connected non-blocking TCP socket to `host`:`port` (TCP_NODELAY, as asyncio's transports set it), each of
+    the host's addresses tried in turn; the last one's error when none could be reached."""
+    error: OSError | None = None
+    for family, kind, proto, _, address in await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            await loop.sock_connect(sock, address)
+            return sock
+        except OSError as exc:
+            sock.close()
+            error = exc
+        except BaseException:  # cancelled (the connect timeout)
+            sock.close()
+            raise
+    raise error or OSError(f"no address found for {host}")
 
 
 class _Connection(asyncio.Protocol):
@@ -79,7 +197,7 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float):
         self.loop, self.timeout = loop, timeout
-        self.transport: asyncio.Transport | None = None
+        self.transport: Union[asyncio.Transport, _SocketChannel, None] = None
         self.closed = False
         self.answered_before = False  # a response was read on it: a failure before any byte is the keep-alive race
         self._buffer = bytearray()
@@ -95,9 +213,12 @@ class _Connection(asyncio.Protocol):
         self._drained: asyncio.Future[None] | None = None  # set once the transport's buffer is empty again
 
     # asyncio.Protocol
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+    def connection_made(self, transport: Union[asyncio.BaseTransport, _SocketChannel]) -> None:
         self.transport = transport  # type: ignore[assignment]
-        self.transport.set_write_buffer_limits(high=0)  # paused while anything is left unsent (`_send`)
+        if isinstance(transport, asyncio.WriteTransport):
+            # paused while anything is left unsent (`_send`); high 1, not 0: asyncio's TLS transport pauses at a size
+            # >= high, so 0 paused it after every write, and when the socket had taken it all nothing resumed it
+            transport.set_write_buffer_limits(high=1, low=0)
 
     def pause_writing(self) -> None:
         if self._drained is None or self._drained.done():
@@ -150,9 +271,13 @@ class _Connection(asyncio.Protocol):
         self._head_only = head_only
         self._waiter = self.loop.create_future()
         self._last = self.loop.time()
-        self._timer = self.loop.call_at(self._last + self.timeout, self._check_timeout)
+        if self._timer is None:  # one left by an earlier request is due sooner and moves itself on (`_check_timeout`)
+            self._timer = self.loop.call_at(self._last + self.timeout, self._check_timeout)
         try:
-            if len(body) == 1 and len(body[0]) < SLICE:
+            if isinstance(self.transport, _SocketChannel):
+                pieces: list[Buffer] = [head, *body]
+                await self._send_direct(self.transport, pieces)
+            elif len(body) == 1 and len(body[0]) < SLICE:
                 self.transport.write(head + body[0])
             else:
                 self.transport.write(head)
@@ -160,8 +285,22 @@ class _Connection(asyncio.Protocol):
                     await self._send(memoryview(piece))
             return await self._waiter
         finally:
-            self._cancel_timer()
             self._waiter = None
+
+    async def _send_direct(self, channel: _SocketChannel, pieces: list[Buffer]) -> None:
+        """Hand `pieces` to the kernel from their own memory, waiting for room only when its buffer is full. Stops
+        early when the server answered or the connection ended (the response or the error is the waiter's)."""
+        left = pieces
+        self._sending = True
+        try:
+            while True:
+                left = channel.send(left)
+                if not left or self.closed or self._waiter is None or self._waiter.done():
+                    return
+                await channel.writable()
+                self._last = self.loop.time()  # the server is reading: not silent
+        finally:
+            self._sending = False
 
     async def _send(self, body: memoryview) -> None:
         """Write `body` a slice at a time, each once the one before has gone to the kernel: the transport copies
@@ -196,6 +335,10 @@ class _Connection(asyncio.Protocol):
             self._timer = None
 
     def _check_timeout(self) -> None:
+        """The silence timer: a request that heard nothing for `timeout` fails; an idle connection drops the timer."""
+        if self._waiter is None or self._waiter.done():
+            self._timer = None
+            return
         silent = self.loop.time() - self._last
         if silent >= self.timeout:
             self._timer = None
@@ -210,7 +353,7 @@ class _Connection(asyncio.Protocol):
 
     def _finish(self, body: bytes, keep_alive: bool) -> None:
         status, _, headers = self._head  # type: ignore[misc]
-        encoding = headers.get("content-encoding", "identity").lower()
+        encoding = headers["content-encoding"].lower() if "content-encoding" in headers else "identity"
         if encoding in ("gzip", "deflate", "x-gzip"):
             try:
                 body = zlib.decompress(body, 47 if encoding != "deflate" else 15)
@@ -234,7 +377,7 @@ class _Connection(asyncio.Protocol):
                 if len(self._buffer) > 1 << 20:
                     raise HTTPTransportError("RemoteProtocolError: response headers longer than 1 MiB")
                 return
-            head = bytes(self._buffer[:end]).decode("latin-1")
+            head = self._buffer[:end].decode("latin-1")
             del self._buffer[:end + 4]
             status_line, *lines = head.split("\r\n")
             parts = status_line.split(" ", 2)
@@ -372,7 +515,7 @@ class HTTPPool:
         if loop is not self._loop:  # connections belong to the loop that opened them
             self._loop, self._idle, self._open, self._waiters = loop, [], 0, collections.deque()
         body = [body] if isinstance(body, bytes) else body
-        head = f"{self._head}Content-Length: {sum(len(piece) for piece in body)}\r\n\r\n".encode("latin-1")
+        head = f"{self._head}Content-Length: {sum(map(len, body))}\r\n\r\n".encode("latin-1")
         connection = await self._acquire()
         reused = connection.answered_before
         try:
@@ -462,10 +605,16 @@ class HTTPPool:
         to_proxy_tls = self.proxy is not None and self.proxy.scheme == "https"
         tls = ssl.create_default_context() if to_proxy_tls else self.ssl_context if not self.proxy else None
         where = f"{'proxy ' if self.proxy else ''}{host}:{port}"
+        plain = tls is None and not (self.proxy and origin.scheme == "https")  # no TLS now nor in a tunnel later
         try:
-            _, connection = await asyncio.wait_for(loop.create_connection(
-                lambda: _Connection(loop, self.timeout), host, port, ssl=tls,
-                server_hostname=host if tls else None), self.timeout)
+            if plain and DIRECT_SOCKETS and isinstance(loop, asyncio.SelectorEventLoop):
+                sock = await asyncio.wait_for(_open_socket(loop, host, port), self.timeout)
+                connection = _Connection(loop, self.timeout)
+                _SocketChannel(loop, sock, connection)
+            else:
+                _, connection = await asyncio.wait_for(loop.create_connection(
+                    lambda: _Connection(loop, self.timeout), host, port, ssl=tls,
+                    server_hostname=host if tls else None), self.timeout)
         except asyncio.TimeoutError as exc:
             raise HTTPTransportError(f"ConnectTimeout: connecting to {where} took more than {self.timeout:g} s",
                                      unreachable=unreachable_kind(exc)) from None

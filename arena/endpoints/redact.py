@@ -11,6 +11,8 @@ _URL = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.I)
 
 def redact_url(url: str) -> str:
     """`http://user:KEY@host/v1?key=KEY&x=1` -> `http://***@host/v1?key=***&x=1`; other text unchanged."""
+    if "@" not in url and "?" not in url:
+        return url  # neither userinfo nor a query: nothing to mask
     try:
         parts = urlsplit(url)
     except ValueError:

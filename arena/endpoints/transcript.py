@@ -6,7 +6,8 @@ The HTTP layer records into a `CallSink` (a small protocol below); the run direc
 A call is recorded by `Endpoint` when a `scope` is open in the calling task (the runner opens one per episode,
 role `agent`, and one per judging, role `judge`): once it was answered (a retried request once, as the attempt
 that was answered), or once it failed for good with a response from the server (a rejection such as a context
-overflow, or the last of the retries), with that error response. One line per call:
+overflow, or the last of the retries), with that error response. A scope's lines are handed to its sink together
+when it ends (one write per episode's calls, not one per call). One line per call:
 
     {"episode": KEY, "role": "agent"|"judge", "sid": SCOPE, "round": K, "keep": N,
      "request": {...body without messages...}, "add": [...new messages...], "response": {...raw body...}}
@@ -48,13 +49,16 @@ Role = Literal["agent", "judge"]
 class CallSink(Protocol):
     """Where a scope's calls go (the run directory's `arena.store.calls.TranscriptWriter`): `compact_message` gives
     a message as stored (`payloads`: content index -> the `serialised_part` whose bytes its data URL encodes),
-    `json_ref` a value stored once by reference, `write` appends one call record."""
+    `json_ref` a value stored once by reference, `line` a call record's line, `write_lines` appends lines in their
+    order."""
 
     def compact_message(self, message: Any, payloads: "dict[int, _Part] | None" = None) -> Any: ...
 
     def json_ref(self, value: Any) -> dict[str, str]: ...
 
-    def write(self, record: dict[str, Any]) -> None: ...
+    def line(self, record: dict[str, Any]) -> bytes: ...
+
+    def write_lines(self, lines: list[bytes]) -> None: ...
 
 
 @dataclass
@@ -76,6 +80,7 @@ class Scope:
     calls: int = 0
     previous: list[Any] = field(default_factory=list)
     tools: tuple[list[Any], dict[str, str]] | None = None  # the last `tools` list recorded, and its stored reference
+    lines: list[bytes] | None = field(default_factory=list)  # the calls' lines until the scope ends, then None
 
 
 _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_transcript_scope", default=None)
@@ -85,13 +90,21 @@ _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_tra
 def scope(writer: CallSink | None, episode: str, role: Role,
           resend: dict[str, Any] | None = None) -> Iterator[None]:
     """Record the model calls made in this task (and the tasks it starts) under `episode` and `role`; nothing is
-    recorded when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says."""
+    recorded when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says. The calls'
+    lines go to `writer` together when the scope ends (before the episode or verdict they belong to is stored: the
+    runner stores it after), one write for all of them; a call that ends after its scope did is written at once."""
     again = Resend(resend["messages"], resend.get("tools")) if resend else None
-    token = _SCOPE.set(Scope(writer, episode, role, again) if writer is not None or again else None)
+    current = Scope(writer, episode, role, again) if writer is not None or again else None
+    token = _SCOPE.set(current)
     try:
         yield
     finally:
         _SCOPE.reset(token)
+        if current is not None and current.writer is not None:
+            with _LOCK:
+                lines, current.lines = current.lines, None
+            if lines:
+                current.writer.write_lines(lines)
 
 
 def recorded_request() -> dict[str, Any] | None:
@@ -140,8 +153,9 @@ def record(body: bytes, response: Any, failure: dict[str, Any] | None = None) ->
 def record_params(params: dict[str, Any], response: Any, failure: dict[str, Any] | None = None) -> None:
     """`record` for `Endpoint`, from the fields it serialised (`orjson.dumps(params)`) into the body it sent:
     messages are compared with the previous call's as they are (cheap: the same image parts are the same
-    objects) and only the new ones are serialised and read back, instead of parsing the whole body (megabytes
-    of images) on every call. orjson serialises deterministically, so what is recorded is the body's JSON."""
+    objects) and only the new ones go into the line (a content list read back as plain values, its image parts
+    stored as blobs), instead of parsing the whole body (megabytes of images) on every call. The line is serialised
+    from those values at once, and orjson serialises deterministically, so what is recorded is the body's JSON."""
     current = _SCOPE.get()
     if current is not None and current.writer is not None:
         _checked(current, params, response, failure, parsed=False)
@@ -217,14 +231,20 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
         request["tools"] = None  # stored by reference below, in its place among the fields
     if parsed:
         added = [writer.compact_message(m) for m in messages[keep:]]
-    else:  # plain JSON values, as the body carried them (pre-serialised parts included)
-        request = orjson.loads(orjson.dumps(request))
-        added = [writer.compact_message(_plain(m), _payloads(m)) for m in messages[keep:]]
+    else:  # the values serialised into the body; the line is serialised from them at once, the same JSON
+        added = []
+        for message in messages[keep:]:
+            payloads: dict[int, _Part] = {}
+            added.append(writer.compact_message(_plain(message, payloads), payloads))
     current.calls += 1
     if isinstance(tools, list):
         request["tools"] = _tools_ref(current, writer, tools)
-    writer.write({"episode": current.episode, "role": current.role, "sid": current.sid, "round": current.calls,
-                  "keep": keep, "request": request, "add": added, "response": response, **(failure or {})})
+    line = writer.line({"episode": current.episode, "role": current.role, "sid": current.sid, "round": current.calls,
+                        "keep": keep, "request": request, "add": added, "response": response, **(failure or {})})
+    if current.lines is not None:
+        current.lines.append(line)
+    else:  # the scope ended before the call did
+        writer.write_lines([line])
 
 
 def _tools_ref(current: Scope, writer: CallSink, tools: list[Any]) -> dict[str, str]:
@@ -312,20 +332,23 @@ def body_pieces(params: dict[str, Any]) -> list[bytes]:
     by `serialised_part` inside messages' contents go as their own bytes, between the JSON around them, so a request
     showing a 15 MB photo is not copied into a 15 MB body of its own (and its memory found) at every round."""
     pieces: list[bytes] = []
-    messages = []
-    for message in params.get("messages") or []:
+    messages = params.get("messages") or []
+    marked_messages = None  # `messages` with the places of the pieces marked, once one is found
+    for index, message in enumerate(messages):
         content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list) and any(isinstance(p, orjson.Fragment) for p in content):
-            marked = []
-            for part in content:
-                entry = _PARTS.get(id(part)) if isinstance(part, orjson.Fragment) else None
-                if entry is not None and entry.fragment is part and len(entry.data) >= PIECE:
-                    pieces.append(entry.data)
-                    part = _MARK  # a NUL byte: never in orjson's output, the place of the piece
-                marked.append(part)
-            message = {**message, "content": marked}
-        messages.append(message)
-    around = orjson.dumps({**params, "messages": messages}).split(b"\0") if pieces else []
+        if not isinstance(content, list):
+            continue
+        marked = None
+        for at, part in enumerate(content):
+            entry = _PARTS.get(id(part)) if isinstance(part, orjson.Fragment) else None
+            if entry is not None and entry.fragment is part and len(entry.data) >= PIECE:
+                pieces.append(entry.data)
+                marked = marked or list(content)
+                marked[at] = _MARK  # a NUL byte: never in orjson's output, the place of the piece
+        if marked is not None:
+            marked_messages = marked_messages or list(messages)
+            marked_messages[index] = {**message, "content": marked}
+    around = orjson.dumps({**params, "messages": marked_messages}).split(b"\0") if pieces else []
     if len(around) != len(pieces) + 1:  # no piece, or a NUL byte in a part that claimed to be JSON: all in one
         return [orjson.dumps(params)]
     return [piece for pair in zip(around, [*pieces, b""]) for piece in pair if piece]
@@ -346,33 +369,26 @@ def _image_part(part: orjson.Fragment) -> dict[str, Any] | None:
     return {"type": "image_url", "image_url": {"url": url.decode("ascii")}}
 
 
-def _known_part(part: orjson.Fragment) -> Any:
-    """The value a `serialised_part` Fragment was made from (the same objects: their string hashes are kept)."""
-    entry = _PARTS.get(id(part))
-    return entry.value if entry is not None and entry.fragment is part else None
-
-
-def _payloads(message: Any) -> dict[int, _Part]:
-    """The parts of `message`'s content (by index) made by `serialised_part` with a payload."""
-    content = message.get("content") if isinstance(message, dict) else None
-    found = {}
-    for i, part in enumerate(content if isinstance(content, list) else ()):
-        entry = _PARTS.get(id(part)) if isinstance(part, orjson.Fragment) else None
-        if entry is not None and entry.fragment is part and entry.payload is not None:
-            found[i] = entry
-    return found
-
-
-def _plain(message: Any) -> Any:
-    """A message as the plain JSON values its serialisation carries (pre-serialised parts taken back from
-    `serialised_part`, else image parts read by `_image_part`, else parsed)."""
+def _plain(message: Any, payloads: dict[int, _Part] | None = None) -> Any:
+    """A message that serialises as `message` does, with a content list as the plain JSON values its serialisation
+    carries (pre-serialised parts taken back from `serialised_part`, else image parts read by `_image_part`, else
+    parsed), so that the sink sees its image parts; any other message as it is. `payloads`, when given, gets the parts
+    of the content (by index) made by `serialised_part` with a payload."""
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
-        return orjson.loads(orjson.dumps(message))
-    fast = {i: _known_part(p) or _image_part(p) for i, p in enumerate(content) if isinstance(p, orjson.Fragment)}
-    fast = {i: part for i, part in fast.items() if part is not None}
+        return message
+    fast = {}
+    for at, part in enumerate(content):
+        if not isinstance(part, orjson.Fragment):
+            continue
+        entry = _PARTS.get(id(part))
+        entry = entry if entry is not None and entry.fragment is part else None  # else not ours (an id reused)
+        if entry is not None and entry.payload is not None and payloads is not None:
+            payloads[at] = entry
+        value = (entry.value if entry is not None else None) or _image_part(part)
+        if value is not None:
+            fast[at] = value
     plain = orjson.loads(orjson.dumps({**message, "content": [None if i in fast else p for i, p in enumerate(content)]}))
-    plain["content"] = [fast.get(i, p) for i, p in enumerate(plain["content"])]
+    for at, value in fast.items():
+        plain["content"][at] = value
     return plain
-
-

@@ -45,8 +45,9 @@ class PayloadPart(Protocol):
 class TranscriptWriter:
     """Appends compact call records to `<run_dir>/calls.jsonl`; bytes go to the run's blob store.
 
-    `append(path, line)` does the appending (default: `arena.core.jsonl.append_line` without fsync, here and now);
-    the runner passes its writer's, which appends off the event loop and fsyncs before the episode is stored."""
+    `append(path, data)` does the appending of one or more whole lines (default: `arena.core.jsonl.append_line`
+    without fsync, here and now); the runner passes its writer's, which appends off the event loop and fsyncs before
+    the episode is stored."""
 
     def __init__(self, run_dir: str | Path, blobs: BlobStore,
                  append: Callable[[Path, bytes], Any] | None = None):
@@ -116,8 +117,13 @@ class TranscriptWriter:
             parts.append(part)
         return {**message, "content": parts}
 
-    def write(self, record: dict[str, Any]) -> None:
-        self.append(self.path, orjson.dumps(record) + b"\n")
+    def line(self, record: dict[str, Any]) -> bytes:
+        """A call record's calls.jsonl line."""
+        return orjson.dumps(record) + b"\n"
+
+    def write_lines(self, lines: list[bytes]) -> None:
+        """Append `lines` in their order, as one write (a scope's calls, `arena.endpoints.transcript.scope`)."""
+        self.append(self.path, b"".join(lines))
 
 
 

@@ -25,6 +25,8 @@ BUILT_IN = ("arena.tools", "arena.agents", "arena.judges")
 ENTRY_POINT_GROUP = "arena"
 _loaded: set[str] = set()
 _scanned: tuple[tuple[tuple[str, int], ...], Any] | None = None
+_built_ins_imported = False
+_plugins_loaded_from: Any = None  # the entry-point scan the last complete `load_plugins` loaded
 
 
 class PluginError(RuntimeError):
@@ -83,15 +85,25 @@ def _mtime(path: str) -> int:
 
 
 def load_plugins() -> None:
-    """Register every tool, agent, judge and suite (with its loaders, worlds, ...), built in or installed."""
-    for package in BUILT_IN:
-        import_submodules(package)
+    """Register every tool, agent, judge and suite (with its loaders, worlds, ...), built in or installed.
+
+    The built-in packages' modules are imported once per process; the entry points are loaded again only when
+    the scan of the installed packages is a new one (`installed_entry_points`: an import path changed), so a
+    second call in the same process (a run loads the plug-ins twice) costs a stat per import path."""
+    global _built_ins_imported, _plugins_loaded_from
+    if not _built_ins_imported:
+        for package in BUILT_IN:
+            import_submodules(package)
+        _built_ins_imported = True
     found = installed_entry_points()
+    if found is _plugins_loaded_from:
+        return
     names = load_entry_points(found=found)
     if not any(ep.value.startswith("arena.suites.") for ep in found):
         raise PluginError(f"the built-in suites are not installed (no `{ENTRY_POINT_GROUP}` entry point names "
                           "arena.suites.*; entry points found: " + (", ".join(names) or "none") + "): the arena's "
                           "install predates its pyproject.toml; re-run `pip install -e .` in the checkout")
+    _plugins_loaded_from = found
 
 
 def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:

@@ -66,9 +66,9 @@ def check_paths(task: Task, root: Path, where: str) -> None:
 
 def collect_tasks(path: Path, root: Path, to_task: Callable[[Any, str], Task], bad: list | None = None) -> list[Task]:
     """Tasks from every record of a file, with unique ids and paths inside `root`; errors name file and line."""
-    tasks, seen = [], set()
+    tasks, seen, name = [], set(), str(path)
     for lineno, record in iter_records(path, bad):
-        where = f"{path}:{lineno}"
+        where = f"{name}:{lineno}"
         try:
             task = to_task(record, where)
         except ValidationError as exc:  # a loader's Task(...) with a field of the wrong type

@@ -15,9 +15,9 @@ def resolve_inside(root: str | Path, relative: str, *, where: str = "") -> Path:
     at = f"{where}: " if where else ""
     if "\x00" in relative:
         raise PathEscapeError(f"{at}path {relative!r} contains a NUL byte")
-    root_path = _resolved_root(str(root))
+    root_path, root_parts = _resolved_root(root if type(root) is str else str(root))
     candidate = _resolved(root_path, relative)
-    if candidate.parts[:len(root_path.parts)] != root_path.parts:  # (the root itself, or a path below it)
+    if candidate.parts[:len(root_parts)] != root_parts:  # (the root itself, or a path below it)
         raise PathEscapeError(f"{at}path {relative!r} escapes the dataset root {root_path}")
     return candidate
 
@@ -28,5 +28,6 @@ def _resolved(root: Path, relative: str) -> Path:
 
 
 @functools.lru_cache(maxsize=256)  # every task path of a dataset resolves against one root (the path itself, always)
-def _resolved_root(root: str) -> Path:
-    return Path(root).resolve()
+def _resolved_root(root: str) -> tuple[Path, tuple[str, ...]]:
+    resolved = Path(root).resolve()
+    return resolved, resolved.parts

@@ -89,26 +89,29 @@ def item_to_task(item: dict[str, Any], where: str, reward_fn: list[str],
     answers = [str(a) for a in _as_list(reward["ground_truth"])]
     if not answers:
         raise DatasetError(f"{where}: field reward_model.ground_truth: empty")
-    images = [str(p) for p in _as_list(item.get("image", item.get("images")))][:1]
+    images = [str(p) for p in _as_list(item["image"] if "image" in item else item.get("images"))][:1]
     titles = _as_list(item.get("image_search_title_list"))
     thumbs = _as_list(item.get("image_search_thumbnail_list"))
     stored = [{"title": str(t), "thumbnail": str(thumbs[i]) if i < len(thumbs) and thumbs[i] else None}
               for i, t in enumerate(titles[:5])]
     mcq = "em_score_mcq" in reward_fn and "llm_score" not in reward_fn
-    extra = item.get("extra_info") if isinstance(item.get("extra_info"), dict) else {}
-    hops = item.get("hops", extra.get("hops"))
+    extra = item.get("extra_info")
+    if not isinstance(extra, dict):
+        extra = {}
+    hops = item["hops"] if "hops" in item else extra.get("hops")
     path = extra.get("reasoning_path")
     evidence = [str(v) for v in path if v not in (None, "")] if isinstance(path, list) else []
+    given_id = item.get("id")
     return Task(
-        id=str(item["id"]) if item.get("id") is not None else content_id(item, "va"),
+        id=str(given_id) if given_id is not None else content_id(item, "va"),
         suite="vistahop",
         question=_question(item.get("prompt"), where),
         images=images,
         answers=answers,
         kind="mcq" if mcq else "open",
-        level=item.get("level", extra.get("level")),
+        level=item["level"] if "level" in item else extra.get("level"),
         hops=int(hops) if isinstance(hops, (int, float)) else None,
-        category=item.get("category", extra.get("category")),
+        category=item["category"] if "category" in item else extra.get("category"),
         metadata={"image_search": stored, "source_item": {k: v for k, v in item.items() if k != "prompt"},
                   **original_item_facts(item)},
         judge="mcq" if mcq else ("llm" if "llm_score" in reward_fn else None),

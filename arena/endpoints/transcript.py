@@ -76,7 +76,7 @@ class Scope:
     episode: str
     role: Role
     resend: Resend | None = None
-    sid: str = field(default_factory=lambda: secrets.token_hex(6))
+    sid: str = ""  # made with the scope's first call line (`_first_sid`): a scope without a call needs none
     calls: int = 0
     previous: list[Any] = field(default_factory=list)
     tools: tuple[list[Any], dict[str, str]] | None = None  # the last `tools` list recorded, and its stored reference
@@ -239,12 +239,20 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
     current.calls += 1
     if isinstance(tools, list):
         request["tools"] = _tools_ref(current, writer, tools)
-    line = writer.line({"episode": current.episode, "role": current.role, "sid": current.sid, "round": current.calls,
+    sid = current.sid or _first_sid(current)
+    line = writer.line({"episode": current.episode, "role": current.role, "sid": sid, "round": current.calls,
                         "keep": keep, "request": request, "add": added, "response": response, **(failure or {})})
     if current.lines is not None:
         current.lines.append(line)
     else:  # the scope ended before the call did
         writer.write_lines([line])
+
+
+def _first_sid(current: Scope) -> str:
+    """The scope's id (12 random hex digits: unique across the processes and resumes writing one calls.jsonl),
+    made with its first call line (`_record` runs under `_LOCK`: calls of one scope may end in other threads)."""
+    current.sid = secrets.token_hex(6)
+    return current.sid
 
 
 def _tools_ref(current: Scope, writer: CallSink, tools: list[Any]) -> dict[str, str]:

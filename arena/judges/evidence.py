@@ -23,7 +23,7 @@ from typing import Any
 from arena.core.blobs import BlobStore
 from arena.endpoints.client import Endpoint, EndpointError
 from arena.core.judge import text_hash
-from arena.core.trajectory import Episode
+from arena.core.trajectory import Episode, Observation
 from arena.core.verdict import Verdict
 
 EVIDENCE_SYSTEM = """You check whether an answer to a question about an image rests on evidence that an agent \
@@ -65,16 +65,30 @@ def retrieved_texts(episode: Episode) -> list[str]:
         obs = step.observation
         if obs is None or obs.error:
             continue
-        titles = [str(h.get("title")) for h in obs.data.get("hits") or [] if isinstance(h, dict) and h.get("title")]
-        text = "\n".join([obs.text, *titles]).strip()
+        text = _returned_text(obs)
         if text:
             out.append(f"[{step.tool}] {text}")
     return out
 
 
+def _returned_text(obs: Observation) -> str:
+    titles = [str(h.get("title")) for h in obs.data.get("hits") or [] if isinstance(h, dict) and h.get("title")]
+    return "\n".join([obs.text, *titles]).strip()
+
+
 def retrieved_images(episode: Episode) -> list[str]:
     return [b for s in episode.steps if s.observation is not None and not s.observation.error
             for b in s.observation.images]
+
+
+def retrieved_anything(episode: Episode) -> bool:
+    """Whether `retrieved_texts` or `retrieved_images` would be non-empty (stops at the first step that returned
+    something, building neither)."""
+    for step in episode.steps:
+        obs = step.observation
+        if obs is not None and not obs.error and (obs.images or _returned_text(obs)):
+            return True
+    return False
 
 
 def attach(verdict: Verdict, supported: str | None, reason: str | None) -> Verdict:
@@ -97,7 +111,7 @@ def deterministic(verdict: Verdict, episode: Episode) -> Verdict:
     """Attach a support decision that needs no model: not applicable, nothing retrieved, or the gold chain."""
     if not in_tool_setting(episode) or verdict.error is not None or not verdict.correct:
         return verdict
-    if not retrieved_texts(episode) and not retrieved_images(episode):
+    if not retrieved_anything(episode):
         return attach(verdict, "no", "the tools returned nothing")
     found = chain_support(episode)
     return attach(verdict, *found) if found is not None else verdict

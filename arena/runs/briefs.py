@@ -82,6 +82,9 @@ class EpisodeBrief:
     @classmethod
     def of(cls, episode: Episode, cost: float | None = None, spent: float | None = None) -> "EpisodeBrief":
         steps = own_steps(episode.steps, episode.meta.get("model_calls"))
+        model_seconds = tool_seconds = 0.0
+        for step in steps:  # (one pass, in step order as `sum` adds them)
+            model_seconds += step.model_seconds
+            tool_seconds += step.tool_seconds
         return cls(episode.key, episode.id, episode.agent, episode.task.id, episode.finish_reason, bool(episode.steps),
-                   episode.error, cost, spent, len(steps), episode.totals.seconds,
-                   sum(s.model_seconds for s in steps), sum(s.tool_seconds for s in steps))
+                   episode.error, cost, spent, len(steps), episode.totals.seconds, model_seconds, tool_seconds)

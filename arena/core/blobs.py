@@ -88,6 +88,12 @@ class BlobStore:
         blob_id = None if png is None else known_content_id(png, "png")
         return blob_id if blob_id is not None and self.holds(blob_id) else None
 
+    def held_file(self, path: str | Path) -> str | None:
+        """`put_file(path)`'s id when it takes no more than a `stat` (so an event loop may ask): the file's digest is
+        known in memory for its unchanged signature and the store knows it holds that blob. Else None (this one
+        never knows; a store that remembers what it stored and the files' digests says so)."""
+        return None
+
     def holds(self, blob_id: str) -> bool:
         """Whether the store knows without any I/O that it holds `blob_id` (this one never does; a store that
         remembers what it stored says so)."""

@@ -100,7 +100,8 @@ class _Run:
             path = dataset.resolve(rel, where=f"{dataset.source}: task {task.id!r} field images[{i}]")
             if not path.is_file():
                 raise ImageError(f"{dataset.source}: task {task.id!r} field images[{i}]: no such file {path}")
-            image = ContextImage(await asyncio.to_thread(self.blobs.put_file, path), source="task", path=path)
+            blob_id = self.blobs.held_file(path) or await asyncio.to_thread(self.blobs.put_file, path)
+            image = ContextImage(blob_id, source="task", path=path)
             await image.pil()
             self.images.append(image)
 

@@ -107,6 +107,22 @@ class FileDigests:
         where = self._resolved[name] = str(Path(name).resolve())
         return where, signature(where)
 
+    def known(self, name: str) -> str | None:
+        """The blob id remembered in memory for the file `name` leads to, when `resolved(name)` would find it at once
+        (the name resolved before, the file's signature unchanged since) and that signature is the remembered
+        digest's: a `stat` (two for a name that is not its resolved path), no resolution, no SQLite."""
+        where = self._resolved.get(name)
+        entry = self._known.get(where) if where is not None else None
+        if entry is None:
+            return None
+        try:
+            now = signature(name)
+            if where != name and signature(where) != now:
+                return None
+        except OSError:
+            return None
+        return entry[1] if entry[0] == now else None
+
     def get(self, path: str, sig: Signature) -> str | None:
         with self._lock:
             known = self._known.get(path)
@@ -149,6 +165,12 @@ def remembered(path: str | Path) -> tuple[str, Signature, str | None]:
     known = digests()
     where, now = known.resolved(os.fspath(path))
     return where, now, known.get(where, now)
+
+
+def known_digest(path: str | Path) -> str | None:
+    """The blob id `remembered(path)` would give, when this process knows it without resolving the path or asking
+    SQLite (`FileDigests.known`: a stat or two); else None."""
+    return digests().known(os.fspath(path))
 
 
 def remember(where: str, before: Signature, blob_id: str) -> None:

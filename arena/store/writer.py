@@ -51,7 +51,7 @@ from arena.core.blobs import BlobStore, content_id
 from arena.core.jsonl import Appender
 
 from .calls import TranscriptWriter
-from .file_digests import put_task_file, remembered
+from .file_digests import known_digest, put_task_file, remembered
 from .shared_appends import SharedAppends
 
 T = TypeVar("T")
@@ -419,6 +419,10 @@ class WriterBlobStore(BlobStore):
 
     def holds(self, blob_id: str) -> bool:
         return blob_id in self._stored
+
+    def held_file(self, path: str | Path) -> str | None:
+        known = known_digest(path)
+        return known if known is not None and known in self._stored else None
 
     def _write(self, blob_id: str, data: bytes) -> None:
         try:

@@ -427,6 +427,10 @@ class OpenAIAgent(Agent):
         params = learned_params().get(self.config.where())
         return {**self.learned.as_dict(), **({"params": params} if params else {})}
 
+    def learned_version(self) -> Any:
+        """The learned limits' object: replaced, never changed in place, when a limit is learned."""
+        return self.learned
+
     def apply_limits(self, limits: dict[str, Any]) -> None:
         self.learned = self.learned.merged(Limits(limits.get("max_images"), limits.get("max_context_tokens"),
                                                   limits.get("max_request_bytes")))

@@ -669,6 +669,9 @@ class SmolagentsAgent(Agent):
     def learned_limits(self) -> dict[str, Any]:
         return self.learned.as_dict()
 
+    def learned_version(self) -> Any:
+        return self.learned  # (replaced, never changed in place, when a limit is learned)
+
     def apply_limits(self, limits: dict[str, Any]) -> None:
         self.learned = self.learned.merged(Limits(limits.get("max_images"), limits.get("max_context_tokens")))
 

@@ -98,6 +98,12 @@ class Agent(ABC):
         """Limits learned from the server (e.g. images per prompt); recorded in run.json, re-applied on resume."""
         return {}
 
+    def learned_version(self) -> Any:
+        """A value equal to the last one returned only while `learned_limits()` (apart from the endpoints' learned
+        request fields, `client.LearnedParams.version`) is unchanged: the run asks for the limits only when it
+        differs. This one never equals an earlier one (the limits are asked for after every episode)."""
+        return object()
+
     def apply_limits(self, limits: dict[str, Any]) -> None: ...
 
     def prompt_templates(self, prompting: Prompting, layout: RequestLayout, tools: bool,

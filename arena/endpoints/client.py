@@ -165,11 +165,19 @@ class LearnedParams:
 
     def __init__(self, recorded: dict[str, dict[str, dict[str, Any]]] | None = None):
         self.by_endpoint: dict[str, dict[str, ParamRefusal]] = {}
+        self.version = 0
+        """Grows with every refusal learned or restored (`learn`, `restore`): what was learned is unchanged while
+        it holds."""
         self.restore(recorded)
 
     def of(self, where: str) -> dict[str, ParamRefusal]:
-        """The fields `where` refused (a live dict: a refusal learned is added to it)."""
+        """The fields `where` refused (a live dict: `learn` adds a refusal learned to it)."""
         return self.by_endpoint.setdefault(where, {})
+
+    def learn(self, where: str, refusal: ParamRefusal) -> None:
+        """`where` refused `refusal.field`: applied from its next request on."""
+        self.of(where)[refusal.field] = refusal
+        self.version += 1
 
     def as_data(self) -> dict[str, dict[str, dict[str, Any]]]:
         """As plain data (for run.json and summary.json)."""
@@ -182,6 +190,7 @@ class LearnedParams:
             for name, item in (fields or {}).items():
                 self.of(where).setdefault(
                     name, ParamRefusal(name, item.get("rename"), item.get("value"), str(item.get("said") or "")))
+                self.version += 1
 
 
 _PROCESS_PARAMS = LearnedParams()
@@ -405,10 +414,10 @@ class Endpoint:
                     continue
                 except RejectedError as exc:
                     refusal = param_refusal(exc, params)
-                    known = run_params().of(self._where)
-                    if refusal is None or refusal.field in known:
+                    learned = run_params()
+                    if refusal is None or refusal.field in learned.of(self._where):
                         raise  # nothing to learn, or learned already and still refused: never a loop
-                    known[refusal.field] = refusal
+                    learned.learn(self._where, refusal)
                     logger.warning("%s", redact_text(refusal.describe(self._where)))
                     if exc.body is not None:  # the refused call is part of the transcript
                         transcript.record_params(params, transcript.error_body(exc.body),

@@ -37,7 +37,7 @@ from arena.core.blobs import BlobStore
 from arena.core.trajectory import Episode
 from arena.core.verdict import Verdict
 from arena.endpoints import transcript
-from arena.endpoints.client import learned_params, restore_params
+from arena.endpoints.client import learned_params, restore_params, run_params
 from arena.judges.metrics import AUTO, judge_for, judge_for_task
 from arena.judges.protocols import judged
 from arena.core.prompt_book import PromptBook
@@ -211,6 +211,7 @@ class Finisher:
         if keep_cache:
             judges.write_through(self._keep)
         self._learned = self._learned_now()
+        self._learned_at = self._learned_version()
 
     @classmethod
     def for_bench(cls, config: RunConfig, bench: Any, gate: Any, run_dir: str | Path) -> "Finisher":
@@ -227,8 +228,17 @@ class Finisher:
         return {"limits": {a.id: a.learned_limits() for a in self.agents if a.learned_limits()},
                 "params": learned_params()}
 
+    def _learned_version(self) -> list[Any]:
+        params = run_params()
+        return [params, params.version, *[a.learned_version() for a in self.agents]]
+
     def learned(self) -> dict[str, Any] | None:
-        """What was learned here, when it changed since last asked (None: unchanged)."""
+        """What was learned here, when it changed since last asked (None: unchanged). Collected only when the
+        endpoints' learned fields or an agent's `learned_version` changed since."""
+        version = self._learned_version()
+        if version == self._learned_at:
+            return None
+        self._learned_at = version
         now = self._learned_now()
         if now == self._learned:
             return None

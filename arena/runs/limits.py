@@ -167,6 +167,9 @@ class LimitedAgent(Agent):
     def learned_limits(self) -> dict[str, Any]:
         return self.inner.learned_limits()
 
+    def learned_version(self) -> Any:
+        return self.inner.learned_version()
+
     def apply_limits(self, limits: dict[str, Any]) -> None:
         self.inner.apply_limits(limits)
 

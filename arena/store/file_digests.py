@@ -167,12 +167,6 @@ def remembered(path: str | Path) -> tuple[str, Signature, str | None]:
     return where, now, known.get(where, now)
 
 
-def known_digest(path: str | Path) -> str | None:
-    """The blob id `remembered(path)` would give, when this process knows it without resolving the path or asking
-    SQLite (`FileDigests.known`: a stat or two); else None."""
-    return digests().known(os.fspath(path))
-
-
 def remember(where: str, before: Signature, blob_id: str) -> None:
     """Remember `blob_id` (the hash of what was read from `where` since its signature was `before`) if the file has
     not changed meanwhile and has settled (`settled`)."""

@@ -51,7 +51,7 @@ from arena.core.blobs import BlobStore, content_id
 from arena.core.jsonl import Appender
 
 from .calls import TranscriptWriter
-from .file_digests import known_digest, put_task_file, remembered
+from .file_digests import FileDigests, digests, put_task_file, remembered
 from .shared_appends import SharedAppends
 
 T = TypeVar("T")
@@ -382,13 +382,15 @@ class WriterBlobStore(BlobStore):
     by path, as episodes do from asyncio's threads).
     `put_file` returns at once for a file already stored under its remembered digest (`arena.store.file_digests`: the
     episodes of a task after the first), else waits for the writer: the file is copied by the kernel, and hashed
-    only if its digest is not remembered from an earlier run over it."""
+    only if its digest is not remembered from an earlier run over it. `held_file` answers such a file on the event
+    loop (a stat) once a `put_file` of this store has looked up the digests in use."""
 
     def __init__(self, root: str | Path, writer: RunWriter, wait: bool = False):
         super().__init__(root)
         self.writer, self.wait = writer, wait
         self._pending: dict[str, bytes] = {}
         self._stored: set[str] = set()  # ids seen on disk through this store (blobs are never removed in a run)
+        self._digests: FileDigests | None = None  # the task files' digests `put_file` last used (`held_file`)
         self._lock = threading.Lock()
 
     def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
@@ -409,6 +411,7 @@ class WriterBlobStore(BlobStore):
         return blob_id
 
     def put_file(self, path: str | Path) -> str:
+        self._digests = digests()  # (the environment names them: looked up here, off the event loop)
         where, _, known = remembered(path)  # already stored under its remembered digest: nothing to queue
         if known is not None and (known in self._stored or self.path(known).exists()):
             self._stored.add(known)
@@ -421,7 +424,7 @@ class WriterBlobStore(BlobStore):
         return blob_id in self._stored
 
     def held_file(self, path: str | Path) -> str | None:
-        known = known_digest(path)
+        known = self._digests.known(os.fspath(path)) if self._digests is not None else None
         return known if known is not None and known in self._stored else None
 
     def _write(self, blob_id: str, data: bytes) -> None:

@@ -116,7 +116,8 @@ def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> di
 
 def call_with_options(factory: Callable[..., Any], options: dict[str, Any], what: str) -> Any:
     """Call a registered factory; unknown options are an error that lists the accepted ones."""
-    unknown = [k for k in options if k not in accepted_options(factory, options)]
+    accepted = accepted_options(factory, options)
+    unknown = [k for k in options if k not in accepted]
     if unknown:
         params = inspect.signature(factory).parameters
         raise ValueError(f"{what} does not take option(s) {', '.join(unknown)}; it takes: {', '.join(params)}")

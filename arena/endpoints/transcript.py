@@ -30,13 +30,12 @@ another process ships it with the job (`recorded_request`) and opens its scope t
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import re
 import secrets
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterator, Literal, Protocol
+from typing import Any, Hashable, Literal, Protocol
 
 import httpx
 import orjson
@@ -86,20 +85,24 @@ class Scope:
 _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_transcript_scope", default=None)
 
 
-@contextlib.contextmanager
-def scope(writer: CallSink | None, episode: str, role: Role,
-          resend: dict[str, Any] | None = None) -> Iterator[None]:
+class scope:  # noqa: N801 (named as the function it replaced is called: `with transcript.scope(...)`)
     """Record the model calls made in this task (and the tasks it starts) under `episode` and `role`; nothing is
     recorded when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says. The calls'
     lines go to `writer` together when the scope ends (before the episode or verdict they belong to is stored: the
     runner stores it after), one write for all of them; a call that ends after its scope did is written at once."""
-    again = Resend(resend["messages"], resend.get("tools")) if resend else None
-    current = Scope(writer, episode, role, again) if writer is not None or again else None
-    token = _SCOPE.set(current)
-    try:
-        yield
-    finally:
-        _SCOPE.reset(token)
+
+    __slots__ = ("current", "token")
+
+    def __init__(self, writer: CallSink | None, episode: str, role: Role, resend: dict[str, Any] | None = None):
+        again = Resend(resend["messages"], resend.get("tools")) if resend else None
+        self.current = Scope(writer, episode, role, again) if writer is not None or again else None
+
+    def __enter__(self) -> None:
+        self.token = _SCOPE.set(self.current)
+
+    def __exit__(self, *_: Any) -> None:
+        _SCOPE.reset(self.token)
+        current = self.current
         if current is not None and current.writer is not None:
             with _LOCK:
                 lines, current.lines = current.lines, None

@@ -98,9 +98,11 @@ class _Run:
                 self.images.append(image)
                 continue
             path = dataset.resolve(rel, where=f"{dataset.source}: task {task.id!r} field images[{i}]")
-            if not path.is_file():
-                raise ImageError(f"{dataset.source}: task {task.id!r} field images[{i}]: no such file {path}")
-            blob_id = self.blobs.held_file(path) or await asyncio.to_thread(self.blobs.put_file, path)
+            blob_id = self.blobs.held_file(path)  # (a file stored before, unchanged since: no is_file needed)
+            if blob_id is None:
+                if not path.is_file():
+                    raise ImageError(f"{dataset.source}: task {task.id!r} field images[{i}]: no such file {path}")
+                blob_id = await asyncio.to_thread(self.blobs.put_file, path)
             image = ContextImage(blob_id, source="task", path=path)
             await image.pil()
             self.images.append(image)

@@ -70,7 +70,9 @@ def test_records_waiting_together_are_committed_with_one_fsync_per_file_and_coun
         real(fd)
     monkeypatch.setattr(os, "fsync", spy)
     calls, episodes, gate = tmp_path / "calls.jsonl", tmp_path / "episodes.jsonl", threading.Event()
-    busy = writer.submit(gate.wait)
+    taken = threading.Event()  # the writer is in the busy write: all that follows waits in its queue together
+    busy = writer.submit(lambda: (taken.set(), gate.wait()))
+    assert taken.wait(10)
     for n in range(50):
         writer.append(calls, b'{"round": %d}\n' % n)
         futures.append(writer.commit(episodes, append_line, episodes, b'{"key": "%d"}\n' % n))
@@ -81,7 +83,7 @@ def test_records_waiting_together_are_committed_with_one_fsync_per_file_and_coun
     assert seen.result() == 50
     assert [f.result() for f in futures] == [len(b"".join(b'{"key": "%d"}\n' % i for i in range(n)))
                                              for n in range(50)]  # each line's offset, in submission order
-    assert synced == ["calls.jsonl", "episodes.jsonl"] and done_at_sync == [0, 0]
+    assert synced == ["calls.jsonl", "episodes.jsonl"] and done_at_sync == [0, 0], (synced, done_at_sync)
     assert episodes.read_bytes() == b"".join(b'{"key": "%d"}\n' % n for n in range(50))
     assert writer.problems == []
 

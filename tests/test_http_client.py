@@ -486,3 +486,21 @@ def test_plain_http_goes_through_the_socket_channel_and_tls_through_the_transpor
     finally:
         plain.close()
         tls.close()
+
+
+def test_an_ip_literal_is_not_looked_up_and_a_name_is(monkeypatch) -> None:
+    """A host given as an IP address connects without the resolver (no thread hop, no IDNA codec per connection, as
+    asyncio's own connections skip it); a name goes through getaddrinfo."""
+    server = RawServer(lambda c, i, r: ok())
+    looked_up: list[str] = []
+    real = asyncio.BaseEventLoop.getaddrinfo
+
+    async def spy(self, host, *args, **kwargs):
+        looked_up.append(host)
+        return await real(self, host, *args, **kwargs)
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", spy)
+    assert [r.status for r in post(server.url, times=2)] == [200, 200]
+    assert looked_up == []
+    assert [r.status for r in post(server.url.replace("127.0.0.1", "localhost"))] == [200]
+    assert looked_up == ["localhost"]
+    server.close()

@@ -172,11 +172,26 @@ class _SocketChannel:
         self.loop.call_soon(self.protocol.connection_lost, exc)
 
 
+def _numeric_address(host: str, port: int) -> tuple[socket.AddressFamily, tuple] | None:
+    """The address of a host given as an IPv4 or IPv6 literal (no name to look up), else None."""
+    for family, address in ((socket.AF_INET, (host, port)), (socket.AF_INET6, (host, port, 0, 0))):
+        try:
+            socket.inet_pton(family, host)
+        except OSError:
+            continue
+        return family, address
+    return None
+
+
 async def _open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) -> socket.socket:
     """A connected non-blocking TCP socket to `host`:`port` (TCP_NODELAY, as asyncio's transports set it), each of
-    the host's addresses tried in turn; the last one's error when none could be reached."""
+    the host's addresses tried in turn; the last one's error when none could be reached. A host given as an IP
+    address is not looked up (as asyncio's own connections skip the resolver for one: no thread, no IDNA codec)."""
     error: OSError | None = None
-    for family, kind, proto, _, address in await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+    numeric = _numeric_address(host, port)
+    addresses = [(numeric[0], socket.SOCK_STREAM, socket.IPPROTO_TCP, "", numeric[1])] if numeric else \
+        await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    for family, kind, proto, _, address in addresses:
         sock = socket.socket(family, kind, proto)
         try:
             sock.setblocking(False)

@@ -97,6 +97,8 @@ class OpenAIAgent(Agent):
         self.auto_limits = auto_limits
         self.strict_answers = strict_answers
         self.image_detail = image_detail
+        self._system_prompts: dict[bool, tuple[tuple[Any, ...], str]] = {}
+        """The last system prompt built with tools (True) and without (False), with what it was built from."""
         self._parts: weakref.WeakKeyDictionary[ContextImage, orjson.Fragment] = weakref.WeakKeyDictionary()
 
     async def _image_part(self, view: EpisodeView, index: int) -> orjson.Fragment:
@@ -150,10 +152,8 @@ class OpenAIAgent(Agent):
     async def transcript(self, view: EpisodeView, limits: Limits) -> tuple[list[Any], InputSummary]:
         """The transcript within `limits`, and what it holds (with the elisions made)."""
         prompting = view.prompting
-        block = tools_prompt_block(view.tools) if view.tools else ""
         book = prompting.prompts
-        system = system_prompt(self.tool_mode, block, max_rounds=view.budget.max_rounds,
-                               show_budget=prompting.show_budget, override=prompting.system_prompt, book=book)
+        system = self._system_prompt(view)
         question = view.task.question
         instruction = prompting.format_instruction if prompting.format_instruction is not None \
             else book.format(FORMAT_T)
@@ -206,6 +206,22 @@ class OpenAIAgent(Agent):
                                elided_images=sorted(elision.images), elided_texts=sorted(elision.texts),
                                elision_reason=elision.reason)
         return messages, summary
+
+    def _system_prompt(self, view: EpisodeView) -> str:
+        """The episode's system prompt, built again only when what decides it changed since the last turn with (or
+        without) tools: the tools, the budget's rounds, the prompting's budget note, override and prompt book."""
+        prompting = view.prompting
+        key = (tuple(view.tools), view.budget.max_rounds, prompting.show_budget, prompting.system_prompt,
+               prompting.prompts)
+        last = self._system_prompts.get(bool(view.tools))
+        if last is not None and last[0] == key:
+            return last[1]
+        block = tools_prompt_block(view.tools) if view.tools else ""
+        system = system_prompt(self.tool_mode, block, max_rounds=view.budget.max_rounds,
+                               show_budget=prompting.show_budget, override=prompting.system_prompt,
+                               book=prompting.prompts)
+        self._system_prompts[bool(view.tools)] = (key, system)
+        return system
 
     async def _step_messages(self, view: EpisodeView, step: Step, elision: Elision) -> list[dict[str, Any]]:
         observation = step.observation

@@ -9,6 +9,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 
+import orjson
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -150,9 +151,8 @@ class Tool(ABC):
 
     def schema(self) -> dict[str, Any]:
         """OpenAI function-tool schema (also used inside the Hermes `<tools>` block)."""
-        params = _clean_schema(self.arguments_model().model_json_schema())
         return {"type": "function", "function": {"name": self.name, "description": self.describe(),
-                                                 "parameters": params}}
+                                                 "parameters": parameters_schema(self.arguments_model())}}
 
     def cached_schema(self) -> dict[str, Any]:
         """`schema()`, computed once per tool instance (options do not change during a run)."""
@@ -215,6 +215,19 @@ def _check_numbers(tool: str, value: dict[str, Any] | list[Any], where: str) -> 
             raise ToolArgumentError(f"invalid arguments for {tool}: {where}{f'.{key}' if named else f'[{key}]'} "
                                     f"{problem} ({str(item)[:24]}; numbers in tool arguments must be finite and at "
                                     f"most {MAX_ARGUMENT_NUMBER:g} in magnitude)")
+
+
+_PARAMETERS: dict[type[BaseModel], bytes] = {}
+"""Each arguments model's cleaned JSON schema, serialised: pydantic builds it once per model class and process."""
+
+
+def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of arguments `model` without pydantic's titles, a fresh dict the caller may change (a tool
+    adjusts a description); pydantic's schema generation runs once per model class and process."""
+    serialised = _PARAMETERS.get(model)
+    if serialised is None:
+        serialised = _PARAMETERS[model] = orjson.dumps(_clean_schema(model.model_json_schema()))
+    return orjson.loads(serialised)
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import logging
 import mimetypes
@@ -75,6 +76,14 @@ logger = logging.getLogger(__name__)
 
 def _tokens(text: str | None) -> int:
     return len(text or "") // 4
+
+
+@functools.lru_cache(maxsize=4096)
+def _image_tokens(size: tuple[int, int], factor: int, min_pixels: int, max_pixels: int) -> int:
+    """The tokens of an image of `size` (width, height) as sent: its resized pixels over the factor's square (the
+    transcript counts each image in context every turn: the same few sizes again and again)."""
+    h, w = smart_resize(size[1], size[0], factor, min_pixels, max_pixels)
+    return (h * w) // (factor * factor)
 
 
 class OpenAIAgent(Agent):
@@ -141,9 +150,7 @@ class OpenAIAgent(Agent):
         size = view.images[index].size
         if size is None:
             return 0
-        factor, lo, hi = self.sizes(view)
-        h, w = smart_resize(size[1], size[0], factor, lo, hi)
-        return (h * w) // (factor * factor)
+        return _image_tokens(size, *self.sizes(view))
 
     async def messages(self, view: EpisodeView) -> list[Any]:
         """The chat transcript of the episode so far, in this agent's tool mode."""

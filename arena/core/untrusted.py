@@ -18,6 +18,8 @@ def json_text_problem(text: str, what: str) -> str | None:
     MAX_JSON_DEPTH), or None. Linear in the length of the text; never recursive."""
     if len(text) > MAX_ARGUMENT_CHARS:
         return f"{what} is {len(text):,} characters long, over the limit of {MAX_ARGUMENT_CHARS:,}"
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:  # (strings' brackets included) too few to nest deeper
+        return None
     depth = 0
     for match in _BRACKET.finditer(_STRING.sub('""', text)):
         depth += 1 if match.group() in "[{" else -1

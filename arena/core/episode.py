@@ -76,7 +76,11 @@ class _Run:
         self.tool_calls, self.invalid_calls, self.ignored_calls = 0, 0, 0
         self.calls_per_tool: dict[str, int] = {}
         """The counts of `Totals`, kept as plain numbers until the episode's record is made (`totals`)."""
-        self.usage = Usage()
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+        self.cached_tokens: int | None = None
+        self.reasoning_tokens: int | None = None
+        """The sums of the turns' `Usage` (None while no turn reported that count), plain numbers until `totals`."""
         self.tools = {tool.name: tool for tool in spec.tools}
 
     def view(self, round_: int, final: bool) -> EpisodeView:
@@ -116,7 +120,7 @@ class _Run:
         """The turn as a step that always serialises: text clipped, invalid Unicode replaced (and
         noted), arguments that are not a bounded JSON object turned into an invalid action."""
         turn = typed_turn(turn)
-        self.usage = self.usage + turn.usage
+        self.add_usage(turn.usage)
         rule = self.spec.turn_rule
         if rule is not None and turn.call_id is None:
             parsed = rule(turn.output or "")
@@ -197,6 +201,17 @@ class _Run:
         step.tool_seconds = time.perf_counter() - started
         self.count_call(name)
 
+    def add_usage(self, usage: Usage) -> None:
+        """Add a turn's tokens to the episode's sums, as `Usage.__add__` would (a count not reported adds nothing)."""
+        if usage.prompt_tokens is not None:
+            self.prompt_tokens = (self.prompt_tokens or 0) + usage.prompt_tokens
+        if usage.completion_tokens is not None:
+            self.completion_tokens = (self.completion_tokens or 0) + usage.completion_tokens
+        if usage.cached_tokens is not None:
+            self.cached_tokens = (self.cached_tokens or 0) + usage.cached_tokens
+        if usage.reasoning_tokens is not None:
+            self.reasoning_tokens = (self.reasoning_tokens or 0) + usage.reasoning_tokens
+
     def count_call(self, name: str) -> None:
         """Count one executed call of tool `name`."""
         self.tool_calls += 1
@@ -219,7 +234,7 @@ class _Run:
                 raise ValueError(f"the prefix has {len(self.spec.prefix)} steps, more than the budget of "
                                  f"{self.spec.budget.max_rounds} rounds")
             step = recorded.model_copy(deep=True)
-            self.usage = self.usage + step.usage
+            self.add_usage(step.usage)
             self.ignored_calls += step.ignored_calls
             self.steps.append(step)
             if self.spec.prefix_mode == "replay":
@@ -261,20 +276,22 @@ class _Run:
 
     def totals(self, seconds: float) -> Totals:
         """The episode's totals: its counts, tokens and times."""
-        usage, steps = self.usage, self.steps
+        steps = self.steps
         return Totals(rounds=sum(1 for s in steps if not s.final_turn), tool_calls=self.tool_calls,
                       calls_per_tool=self.calls_per_tool, invalid_calls=self.invalid_calls,
-                      ignored_calls=self.ignored_calls, prompt_tokens=usage.prompt_tokens,
-                      completion_tokens=usage.completion_tokens, cached_tokens=usage.cached_tokens,
-                      reasoning_tokens=usage.reasoning_tokens, model_seconds=sum(s.model_seconds for s in steps),
+                      ignored_calls=self.ignored_calls, prompt_tokens=self.prompt_tokens,
+                      completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
+                      reasoning_tokens=self.reasoning_tokens, model_seconds=sum(s.model_seconds for s in steps),
                       tool_seconds=sum(s.tool_seconds for s in steps), seconds=seconds)
 
     def out_of_budget(self, started: float) -> str | None:
         budget = self.spec.budget
         if budget.max_seconds is not None and time.perf_counter() - started >= budget.max_seconds:
             return f"wall-time limit of {budget.max_seconds:g} s reached"
-        total = (self.usage.prompt_tokens or 0) + (self.usage.completion_tokens or 0)
-        if budget.max_tokens is not None and total >= budget.max_tokens:
+        if budget.max_tokens is None:
+            return None
+        total = (self.prompt_tokens or 0) + (self.completion_tokens or 0)
+        if total >= budget.max_tokens:
             return f"token limit of {budget.max_tokens} reached ({total} used)"
         return None
 

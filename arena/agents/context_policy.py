@@ -114,7 +114,11 @@ class Limits:
     max_request_bytes: int | None = None
 
     def merged(self, other: "Limits") -> "Limits":
-        """The tighter of two sets of limits."""
+        """The tighter of two sets of limits (`self` itself when `other` sets none: limits are never changed in
+        place, a learned one replaces the object)."""
+        if other.max_images is None and other.max_context_tokens is None and other.max_request_bytes is None:
+            return self
+
         def low(a: int | None, b: int | None) -> int | None:
             return b if a is None else a if b is None else min(a, b)
 

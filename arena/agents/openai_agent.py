@@ -291,6 +291,8 @@ class OpenAIAgent(Agent):
         """The published sampling fields of the task's suite (under `--protocol original`) this agent sends: all but
         those it was given explicitly, which win."""
         published = view.task.layout.sampling
+        if not published:
+            return {}
         explicit = self.explicit_sampling()
         return {name: value for name, value in published.items() if name not in explicit}
 

@@ -82,6 +82,9 @@ class _Run:
         self.reasoning_tokens: int | None = None
         """The sums of the turns' `Usage` (None while no turn reported that count), plain numbers until `totals`."""
         self.tools = {tool.name: tool for tool in spec.tools}
+        self.context = ToolContext(task=spec.task, dataset=spec.dataset, images=self.images, blobs=blobs,
+                                   episode=self.id)
+        """What the episode's tools are given: its images (the list itself, growing), its blob store and its id."""
 
     def view(self, round_: int, final: bool) -> EpisodeView:
         spec = self.spec
@@ -160,11 +163,9 @@ class _Run:
             return self.invalid(step, f"unknown tool {name!r}; available tools: {available}")
         if limit is not None and used >= limit:
             return self.invalid(step, f"{name} may be called at most {limit} times in this episode")
-        ctx = ToolContext(task=self.spec.task, dataset=self.spec.dataset, images=self.images, blobs=self.blobs,
-                          episode=self.id)
         started = time.perf_counter()
         try:
-            result = await within(tool(step.arguments or {}, ctx), tool.options.tool_timeout)
+            result = await within(tool(step.arguments or {}, self.context), tool.options.tool_timeout)
         except ToolArgumentError as exc:
             step.tool_seconds = time.perf_counter() - started
             return self.invalid(step, str(exc))
@@ -266,8 +267,7 @@ class _Run:
 
     async def end_episode(self) -> None:
         """Let every tool release its per-episode state; a failure there is logged, never raised."""
-        ctx = ToolContext(task=self.spec.task, dataset=self.spec.dataset, images=self.images, blobs=self.blobs,
-                          episode=self.id)
+        ctx = self.context
         for tool in self.spec.tools:
             try:
                 await tool.end_episode(ctx)

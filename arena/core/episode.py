@@ -151,7 +151,8 @@ class _Run:
                     raw_call=text(turn.raw_call, "raw_call", 8192), answer=text(turn.answer, "answer", 8192),
                     error=error, ignored_calls=turn.ignored_calls, model_seconds=seconds, usage=turn.usage,
                     notes=notes, finish_reason=turn.finish_reason, answer_tagged=turn.answer_tagged,
-                    provider_fields=clean_value(turn.provider_fields, "provider_fields", notes) or {})
+                    provider_fields=(clean_value(turn.provider_fields, "provider_fields", notes) or {})
+                    if turn.provider_fields else {})
 
     async def call_tool(self, step: Step) -> None:
         name = step.tool or ""

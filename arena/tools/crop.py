@@ -56,9 +56,9 @@ def pixel_box(bbox: list[float], width: int, height: int, relative: bool) -> tup
     """Validate a box and return it in integer pixels, clamped to the image."""
     if len(bbox) != 4:
         raise ToolArgumentError(f"bbox_2d must have 4 numbers [x1, y1, x2, y2], got {len(bbox)}")
-    if not all(math.isfinite(v) for v in bbox):
+    if not all(map(math.isfinite, bbox)):
         raise ToolArgumentError(f"bbox_2d has a non-finite number: {bbox}")
-    if any(abs(v) > MAX_COORDINATE for v in bbox):
+    if max(map(abs, bbox)) > MAX_COORDINATE:
         raise ToolArgumentError(f"bbox_2d has a number out of range: {bbox}; coordinates must lie within "
                                 f"±{MAX_COORDINATE:,}")
     x1, y1, x2, y2 = bbox

@@ -162,8 +162,6 @@ class OpenAIAgent(Agent):
         book = prompting.prompts
         system = self._system_prompt(view)
         question = view.task.question
-        instruction = prompting.format_instruction if prompting.format_instruction is not None \
-            else book.format(FORMAT_T)
         steps = [s for s in view.steps if not s.final_turn]
         elision = Elision()
         if limits.max_images is not None or limits.max_context_tokens is not None:
@@ -181,14 +179,17 @@ class OpenAIAgent(Agent):
         for i in range(view.n_task_images):
             user += [{"type": "text", "text": labels[i]}] if i < len(labels) else []
             user.append(await self._image_part(view, i))
-        verbatim = layout.question_verbatim
         if layout.question_alone_with_tools:
             # the published VistaArena script: the question alone in tool mode; without tools, the question, a line
             # break and the dataset's format instruction when it has one
             given = prompting.format_instruction or ""
             text = question if view.tools or not given else f"{question}\n{given}"
+        elif layout.question_verbatim:
+            text = question
         else:
-            text = question if verbatim else f"{question}\n\n{instruction}".strip()
+            instruction = prompting.format_instruction if prompting.format_instruction is not None \
+                else book.format(FORMAT_T)
+            text = f"{question}\n\n{instruction}".strip()
         user.append({"type": "text", "text": text})
         messages: list[Any] = [{"role": "user", "content": user}]
         if view.tools or layout.system_message:
@@ -198,7 +199,9 @@ class OpenAIAgent(Agent):
         if view.final_turn:
             messages.append({"role": "user", "content": book.format(FINAL_T, max_rounds=view.budget.max_rounds)})
         images = view.n_task_images
-        tokens = _tokens(system) + _tokens(question) + sum(self._image_tokens(view, i) for i in range(images))
+        tokens = _tokens(system) + _tokens(question)
+        for i in range(images):
+            tokens += self._image_tokens(view, i)
         for step in steps:
             obs = step.observation
             tokens += _tokens(step.output)

@@ -60,7 +60,7 @@ class EndpointGate:
         self._windows: dict[str, SlidingWindow] = {}
 
     def limit_for(self, endpoint: str | None) -> EndpointLimit | None:
-        if endpoint is None:
+        if endpoint is None or not self.limits:  # (a run without limits, the common case: no lookups per call)
             return None
         return self.limits.get(endpoint.rstrip("/")) or self.limits.get(endpoint) or self.limits.get("*")
 

@@ -196,7 +196,7 @@ class _Run:
                 blob_ids.append(blob_id)
             text = clean_text(clip(result.text, MAX_OBSERVATION_CHARS), "observation", step.notes) or ""
             if indices:
-                label = ", ".join(str(i) for i in indices)
+                label = ", ".join(map(str, indices))
                 text += f"\n(Returned image{'s' if len(indices) > 1 else ''}: img_idx {label}.)"
             step.observation = Observation(text=text.strip(), images=blob_ids, image_indices=indices,
                                            data=clean_value(result.data, "observation data", step.notes))

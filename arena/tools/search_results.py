@@ -19,4 +19,4 @@ class SearchResult(BaseModel):
 
 def format_results(results: list[SearchResult]) -> str:
     """The observation text of a list of hits, numbered from 1."""
-    return "\n\n".join(f"[{i}] {r.title}\nURL: {r.url}\n{r.text}" for i, r in enumerate(results, 1))
+    return "\n\n".join([f"[{i}] {r.title}\nURL: {r.url}\n{r.text}" for i, r in enumerate(results, 1)])

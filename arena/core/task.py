@@ -89,4 +89,8 @@ class TaskRef(BaseModel):
 
     @classmethod
     def of(cls, task: Task) -> "TaskRef":
-        return cls(**task.model_dump(include=set(cls.model_fields)))
+        return cls(**task.model_dump(include=_TASK_REF_FIELDS))
+
+
+_TASK_REF_FIELDS = frozenset(TaskRef.model_fields)
+"""The fields a task passes on to its `TaskRef` (pydantic's field map read once, not per episode)."""

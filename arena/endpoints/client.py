@@ -522,9 +522,13 @@ def to_response(data: Any) -> ChatResponse:
         if not isinstance(fn, dict):
             continue
         calls.append({"id": call.get("id") or "", "name": fn.get("name") or "", "arguments": fn.get("arguments")})
-        call_extras.append({k: v for k, v in call.items() if k not in _STANDARD_CALL_KEYS and v is not None})
-    extras = {k: v for k, v in message.items() if k not in _STANDARD_MESSAGE_KEYS and v is not None}
-    provider = {k: v for k, v in (("message", extras), ("tool_calls", call_extras)) if any(v)}
+        call_extras.append({} if call.keys() <= _STANDARD_CALL_KEYS else  # (most replies: nothing to look for)
+                           {k: v for k, v in call.items() if k not in _STANDARD_CALL_KEYS and v is not None})
+    extras = {} if message.keys() <= _STANDARD_MESSAGE_KEYS else \
+        {k: v for k, v in message.items() if k not in _STANDARD_MESSAGE_KEYS and v is not None}
+    provider: dict[str, Any] = {"message": extras} if extras else {}
+    if any(call_extras):
+        provider["tool_calls"] = call_extras
     content = message.get("content")
     return ChatResponse(content=content if isinstance(content, str) else "",
                         reasoning=reasoning if isinstance(reasoning, str) else None, tool_calls=calls,

@@ -414,7 +414,7 @@ class _Connection(asyncio.Protocol):
                 return
             if status in (204, 304):
                 self._length = 0
-            elif "chunked" in headers.get("transfer-encoding", "").lower():
+            elif "transfer-encoding" in headers and "chunked" in headers["transfer-encoding"].lower():
                 self._length = -1
             elif "content-length" in headers:
                 try:
@@ -464,7 +464,7 @@ class _Connection(asyncio.Protocol):
 
     def _keep_alive(self) -> bool:
         _, version, headers = self._head  # type: ignore[misc]
-        connection = headers.get("connection", "").lower()
+        connection = headers["connection"].lower() if "connection" in headers else ""
         if version == "HTTP/1.0":
             return "keep-alive" in connection
         return "close" not in connection

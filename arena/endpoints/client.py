@@ -502,9 +502,10 @@ _STANDARD_CALL_KEYS = {"id", "type", "function", "index"}
 
 def _usage(raw: Any) -> Usage:
     raw = raw if isinstance(raw, dict) else {}
-    prompt, completion = raw.get("prompt_tokens_details") or {}, raw.get("completion_tokens_details") or {}
+    prompt, completion = raw.get("prompt_tokens_details"), raw.get("completion_tokens_details")
     return Usage(prompt_tokens=raw.get("prompt_tokens"), completion_tokens=raw.get("completion_tokens"),
-                 cached_tokens=prompt.get("cached_tokens"), reasoning_tokens=completion.get("reasoning_tokens"))
+                 cached_tokens=prompt.get("cached_tokens") if prompt else None,
+                 reasoning_tokens=completion.get("reasoning_tokens") if completion else None)
 
 
 def to_response(data: Any) -> ChatResponse:

@@ -44,6 +44,15 @@ def _plain(value: Any, depth: int, notes: list[str]) -> Any:
     return clean_text(clip(value if isinstance(value, str) else repr(value), REDUCED_CHARS), "text", notes)
 
 
+def record_bytes(record: BaseModel) -> bytes:
+    """`record_line` encoded (UTF-8): pydantic's JSON bytes as they come when the record can be written as it is
+    (`model_dump_json` decodes them into the text `record_line` gives)."""
+    try:
+        return record.__pydantic_serializer__.to_json(record) + b"\n"
+    except Exception:  # pydantic's serialiser raises several types for hostile values: reduced by `record_line`
+        return record_line(record).encode()
+
+
 def record_line(record: BaseModel) -> str:
     """The record as one JSON line (with its newline), reduced if it cannot be written as it is."""
     try:

@@ -32,7 +32,7 @@ from arena.core.verdict import Verdict
 
 from .calls import CALLS_FILE
 from .records import FORMAT_VERSION, RunInfo, RunSummary
-from .reduce import record_line
+from .reduce import record_bytes
 from .run_index import Entry, EpisodeIndex, entry_of, scan_lines
 from .shared_appends import SharedAppends
 
@@ -68,12 +68,12 @@ def episode_line(episode: Episode) -> bytes:
     """The episodes.jsonl line of an episode, exactly as the store appends it (the record's `format` set to the
     version it is written in): made where the episode was played, appended by `RunStore.append_episode_line`."""
     episode.format = FORMAT_VERSION
-    return record_line(episode).encode()
+    return record_bytes(episode)
 
 
 def verdict_line(verdict: Verdict) -> bytes:
     """The verdicts.jsonl line of a verdict, exactly as the store appends it."""
-    return record_line(verdict).encode()
+    return record_bytes(verdict)
 
 
 class Appended(NamedTuple):

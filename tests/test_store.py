@@ -107,3 +107,30 @@ def test_run_json_and_summary_json_are_written_as_the_standard_librarys_indented
     for _ in range(3000):
         data = {"top": document(0), "n": rng.randint(0, 5)}
         assert json_document(data) == (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode()
+
+
+def test_an_episodes_index_entry_made_from_it_is_the_one_its_line_reads_back_as():
+    """`episode_line_entry` makes the entry from the episode (no parse of the line just made): the same `Entry` as
+    `entry_of` of its line, defaults, counts, tools, tokens, `meta.model_calls` and a reduced line (read from it)
+    included."""
+    from arena.core.trajectory import Step, Totals
+    from arena.store.run_index import entry_of
+    from arena.store.store import episode_line_entry
+
+    plain = make_episode(0, "k0")
+    full = make_episode(1, "k1", reason="budget")
+    full.task = TaskRef(id="t9", suite="s2", question="q", answers=["a"], level="hard", category="c", judge="em")
+    full.tools, full.repeat, full.answer = ["search", "crop"], 2, "1874"
+    full.budget = Budget(max_rounds=3, max_calls_per_round=2)
+    full.steps = [Step(round=1, action="tool_call", tool="crop"), Step(round=2, action="answer", answer="1874")]
+    full.totals = Totals(rounds=2, tool_calls=1, calls_per_tool={"crop": 1, "search": 0}, invalid_calls=1,
+                         ignored_calls=3, prompt_tokens=None, completion_tokens=7, seconds=0.1 + 0.2)
+    full.meta = {"model_calls": 1, "cost": 0.5}
+    flagged = make_episode(2, "k2")
+    flagged.steps, flagged.meta = [Step(round=1, action="answer")], {"model_calls": True}  # not a count: the steps
+    reduced = make_episode(3, "k3")
+    reduced.answer = "\ud800" + "x" * 9000  # not writable as it is: the line is reduced, its answer cut
+    for episode in (plain, full, flagged, reduced):
+        line, entry = episode_line_entry(episode)
+        assert entry == entry_of(line, 0) and entry.row() == entry_of(line, 0).row()
+    assert b'"reduced"' in episode_line_entry(reduced)[0]

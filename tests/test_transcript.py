@@ -538,3 +538,21 @@ def test_recovered_requests_are_the_bodies_sent_byte_for_byte_and_tools_are_stor
     assert sum(isinstance(value, list) for value in stored) == 1  # the tools, once for the episode's six calls
     lines = [orjson.loads(line) for line in (result.run_dir / "calls.jsonl").read_bytes().splitlines()]
     assert len({orjson.dumps(line["request"]["tools"]) for line in lines}) == 1
+
+
+def test_a_response_with_lone_surrogates_is_recorded_mended_and_marked(tmp_path):
+    """A server's lone surrogates (JSON cannot carry them) come back as U+FFFD in a response marked `arena_note`;
+    the request as sent, the next call's response as it is."""
+    from arena.endpoints import transcript
+    from arena.store.calls import read_calls
+
+    writer = TranscriptWriter(tmp_path, BlobStore(tmp_path / "blobs"))
+    params = {"model": "m", "messages": [{"role": "user", "content": "q"}]}
+    with transcript.scope(writer, "k", "agent"):
+        transcript.record_params(params, {"choices": [{"message": {"content": "a\ud800b"}}]})
+        transcript.record_params(params, {"choices": [{"message": {"content": "fine"}}]})
+    first, second = read_calls(tmp_path, "k")
+    assert first["response"] == {"choices": [{"message": {"content": "a\ufffdb"}}],
+                                 "arena_note": "invalid Unicode replaced by U+FFFD"}
+    assert second["response"] == {"choices": [{"message": {"content": "fine"}}]}
+    assert first["request"] == second["request"] == params

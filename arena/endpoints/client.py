@@ -19,7 +19,6 @@ never in a loop."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import email.utils
 import functools
 import json
@@ -339,9 +338,6 @@ def status_error(status: int, body: bytes, headers: Mapping[str, str], limit: in
     return RejectedError(text, status=status, server_message=message, code=code)
 
 
-_UNLIMITED = contextlib.nullcontext()  # the slots of an endpoint without `max_parallel`
-
-
 class Endpoint:
     """Chat completions from one configured endpoint. What follows from the config alone (the URL, the sampling
     fields, `config.where()`) is worked out once, when the Endpoint is made."""
@@ -358,7 +354,8 @@ class Endpoint:
         self._sampling = {"temperature": None if self._reasoning_model else config.temperature,
                           token_param: config.max_tokens, "reasoning_effort": config.reasoning_effort}
         self._pool: HTTPPool | None = None
-        self._slots = asyncio.Semaphore(config.max_parallel) if config.max_parallel else _UNLIMITED
+        # (None: no `max_parallel`, nothing to wait for)
+        self._slots = asyncio.Semaphore(config.max_parallel) if config.max_parallel else None
         self.answered = False  # the server answered a request of this endpoint (any status)
         self.largest_accepted = 0  # bytes of the largest request body the server answered with a completion
 
@@ -396,8 +393,11 @@ class Endpoint:
             while True:
                 attempts += 1
                 try:
-                    async with self._slots:
+                    if self._slots is None:
                         reply, data = await self._post(body)
+                    else:
+                        async with self._slots:
+                            reply, data = await self._post(body)
                 except UnreachableEndpointError:
                     now = time.monotonic()
                     unreachable_since = unreachable_since if unreachable_since is not None else now
@@ -502,9 +502,10 @@ _STANDARD_CALL_KEYS = {"id", "type", "function", "index"}
 
 def _usage(raw: Any) -> Usage:
     raw = raw if isinstance(raw, dict) else {}
-    prompt, completion = raw.get("prompt_tokens_details") or {}, raw.get("completion_tokens_details") or {}
+    prompt, completion = raw.get("prompt_tokens_details"), raw.get("completion_tokens_details")
     return Usage(prompt_tokens=raw.get("prompt_tokens"), completion_tokens=raw.get("completion_tokens"),
-                 cached_tokens=prompt.get("cached_tokens"), reasoning_tokens=completion.get("reasoning_tokens"))
+                 cached_tokens=prompt.get("cached_tokens") if prompt else None,
+                 reasoning_tokens=completion.get("reasoning_tokens") if completion else None)
 
 
 def to_response(data: Any) -> ChatResponse:
@@ -522,9 +523,13 @@ def to_response(data: Any) -> ChatResponse:
         if not isinstance(fn, dict):
             continue
         calls.append({"id": call.get("id") or "", "name": fn.get("name") or "", "arguments": fn.get("arguments")})
-        call_extras.append({k: v for k, v in call.items() if k not in _STANDARD_CALL_KEYS and v is not None})
-    extras = {k: v for k, v in message.items() if k not in _STANDARD_MESSAGE_KEYS and v is not None}
-    provider = {k: v for k, v in (("message", extras), ("tool_calls", call_extras)) if any(v)}
+        call_extras.append({} if call.keys() <= _STANDARD_CALL_KEYS else  # (most replies: nothing to look for)
+                           {k: v for k, v in call.items() if k not in _STANDARD_CALL_KEYS and v is not None})
+    extras = {} if message.keys() <= _STANDARD_MESSAGE_KEYS else \
+        {k: v for k, v in message.items() if k not in _STANDARD_MESSAGE_KEYS and v is not None}
+    provider: dict[str, Any] = {"message": extras} if extras else {}
+    if any(call_extras):
+        provider["tool_calls"] = call_extras
     content = message.get("content")
     return ChatResponse(content=content if isinstance(content, str) else "",
                         reasoning=reasoning if isinstance(reasoning, str) else None, tool_calls=calls,

@@ -48,8 +48,8 @@ Role = Literal["agent", "judge"]
 class CallSink(Protocol):
     """Where a scope's calls go (the run directory's `arena.store.calls.TranscriptWriter`): `compact_message` gives
     a message as stored (`payloads`: content index -> the `serialised_part` whose bytes its data URL encodes),
-    `json_ref` a value stored once by reference, `line` a call record's line, `write_lines` appends lines in their
-    order."""
+    `json_ref` a value stored once by reference, `line` a call record's line (TypeError for a string JSON cannot
+    carry: a lone surrogate), `write_lines` appends lines in their order."""
 
     def compact_message(self, message: Any, payloads: "dict[int, _Part] | None" = None) -> Any: ...
 
@@ -167,13 +167,16 @@ def record_params(params: dict[str, Any], response: Any, failure: dict[str, Any]
 def _checked(current: Scope, request: dict[str, Any], response: Any, failure: dict[str, Any] | None,
              parsed: bool) -> None:
     with _LOCK:
-        try:
-            orjson.dumps(response)
-        except TypeError:  # lone surrogates a server sent: kept with U+FFFD, marked as such
-            response = _mended(response)
-            if isinstance(response, dict):
-                response["arena_note"] = "invalid Unicode replaced by U+FFFD"
         _record(current, request, response, failure, parsed)
+
+
+def _mended_response(response: Any) -> Any:
+    """A response holding lone surrogates (a server sent them; its line cannot be written): kept with U+FFFD,
+    marked as such."""
+    response = _mended(response)
+    if isinstance(response, dict):
+        response["arena_note"] = "invalid Unicode replaced by U+FFFD"
+    return response
 
 
 def error_body(raw: bytes) -> Any:
@@ -243,8 +246,13 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
     if isinstance(tools, list):
         request["tools"] = _tools_ref(current, writer, tools)
     sid = current.sid or _first_sid(current)
-    line = writer.line({"episode": current.episode, "role": current.role, "sid": sid, "round": current.calls,
-                        "keep": keep, "request": request, "add": added, "response": response, **(failure or {})})
+    record = {"episode": current.episode, "role": current.role, "sid": sid, "round": current.calls, "keep": keep,
+              "request": request, "add": added, "response": response, **(failure or {})}
+    try:
+        line = writer.line(record)
+    except TypeError:  # the request was sent as JSON: what JSON cannot carry came with the response
+        record["response"] = _mended_response(response)
+        line = writer.line(record)
     if current.lines is not None:
         current.lines.append(line)
     else:  # the scope ended before the call did

@@ -4,7 +4,8 @@ Contract: a `Finisher` turns a played `Episode` into a `Finished`, everything th
 parsing anything:
 - `line`: the episodes.jsonl line exactly as `RunStore.append_episode` writes it (`arena.store.store.episode_line`,
   format version set; `meta.cost` set from the agent's price, `arena.runs.pricing`), and `entry`, its index entry
-  (`arena.store.run_index.entry_of`, offset 0: whoever appends it sets the offset);
+  (`arena.store.run_index.entry_of`, offset 0: whoever appends it sets the offset; both by
+  `arena.store.store.episode_line_entry`);
 - `verdicts`: the verdicts.jsonl lines of the run judge's verdict and of the other judges the task names under
   `--judge auto` (`also_judges`), unless the episode ended in an error (`ERRORED`: not judged, except where the
   published evaluator scores a failed request, `arena.judges.protocols.judged`). Judge calls go
@@ -41,9 +42,9 @@ from arena.endpoints.client import learned_params, restore_params, run_params
 from arena.judges.metrics import AUTO, judge_for, judge_for_task
 from arena.judges.protocols import judged
 from arena.core.prompt_book import PromptBook
-from arena.store.run_index import Entry, entry_of
+from arena.store.run_index import Entry
 from arena.store.shared_appends import SharedAppends
-from arena.store.store import Appended, RunStore, episode_line, verdict_line
+from arena.store.store import Appended, RunStore, episode_line_entry, verdict_line
 from arena.store.writer import RunWriter, settled
 
 from .briefs import EpisodeBrief, VerdictBrief, by_position, own_steps
@@ -252,7 +253,7 @@ class Finisher:
         cost = token_cost(episode.totals.prompt_tokens, episode.totals.completion_tokens, price)
         if cost is not None:
             episode.meta["cost"] = round(cost, 8)
-        line = episode_line(episode)
+        line, entry = episode_line_entry(episode)
         brief = EpisodeBrief.of(episode, cost, spent_cost(episode, price))
         verdicts: list[bytes] = []
         failure = None
@@ -262,7 +263,7 @@ class Finisher:
             except Exception as exc:
                 failure = (f"judging episode {episode.key} failed ({type(exc).__name__}: {exc}); the episode is "
                            "recorded unjudged: `arena resume` judges it")
-        return Finished(brief, line, entry_of(line, 0), verdicts, self.learned(), cache=self.drain_cache(),
+        return Finished(brief, line, entry, verdicts, self.learned(), cache=self.drain_cache(),
                         judge_failure=failure)
 
     async def judge(self, episode: Episode, blobs: BlobStore, calls: Any = None,

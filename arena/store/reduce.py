@@ -44,6 +44,21 @@ def _plain(value: Any, depth: int, notes: list[str]) -> Any:
     return clean_text(clip(value if isinstance(value, str) else repr(value), REDUCED_CHARS), "text", notes)
 
 
+def record_bytes(record: BaseModel) -> bytes:
+    """`record_line` encoded (UTF-8), by `as_is_bytes` when the record can be written as it is."""
+    line = as_is_bytes(record)
+    return line if line is not None else record_line(record).encode()
+
+
+def as_is_bytes(record: BaseModel) -> bytes | None:
+    """The record's line (with its newline) as pydantic's JSON bytes, as they come (`model_dump_json` decodes them
+    into the text `record_line` gives); None when it cannot be written as it is (`record_line` reduces it)."""
+    try:
+        return record.__pydantic_serializer__.to_json(record) + b"\n"
+    except Exception:  # pydantic's serialiser raises several types for hostile values
+        return None
+
+
 def record_line(record: BaseModel) -> str:
     """The record as one JSON line (with its newline), reduced if it cannot be written as it is."""
     try:

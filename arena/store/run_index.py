@@ -22,6 +22,7 @@ from typing import Iterator, NamedTuple
 import orjson
 
 from arena.core.jsonl import append_line
+from arena.core.trajectory import Episode
 
 INDEX_NAME = "episodes.idx"
 
@@ -92,6 +93,21 @@ def entry_of(line: bytes, offset: int) -> Entry:
         int(totals.get("prompt_tokens") or 0), int(totals.get("completion_tokens") or 0), float(totals.get("seconds", 0.0)),
         int(calls) if isinstance(calls, int) and not isinstance(calls, bool) else steps, steps,
         None if e.get("answer") is None else str(e["answer"]))
+
+
+def entry_of_episode(episode: Episode, length: int, offset: int = 0) -> Entry:
+    """`entry_of(episode_line(episode), offset)` from the episode itself, its line `length` bytes long: the values
+    its line was written from, as they read back (the fields are typed: a validated episode's line parses into
+    them), without parsing the line again where it was just made (`arena.runs.finishing.Finisher.finish`)."""
+    task, budget, totals = episode.task, episode.budget, episode.totals
+    calls, steps = episode.meta.get("model_calls"), len(episode.steps)
+    return Entry(
+        offset, length, episode.key, episode.id, episode.finish_reason, task.judge, episode.agent, episode.setting,
+        budget.max_rounds, budget.max_calls_per_round, bool(episode.tools), episode.repeat, task.id, task.level,
+        task.category, task.suite, totals.tool_calls, dict(totals.calls_per_tool), tuple(episode.tools),
+        totals.rounds, totals.invalid_calls, totals.ignored_calls, totals.prompt_tokens or 0,
+        totals.completion_tokens or 0, float(totals.seconds),
+        calls if isinstance(calls, int) and not isinstance(calls, bool) else steps, steps, episode.answer)
 
 
 def scan_lines(path: Path, start: int = 0) -> Iterator[tuple[int, bytes]]:

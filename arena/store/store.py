@@ -32,8 +32,8 @@ from arena.core.verdict import Verdict
 
 from .calls import CALLS_FILE
 from .records import FORMAT_VERSION, RunInfo, RunSummary
-from .reduce import record_line
-from .run_index import Entry, EpisodeIndex, entry_of, scan_lines
+from .reduce import as_is_bytes, record_bytes, record_line
+from .run_index import Entry, EpisodeIndex, entry_of, entry_of_episode, scan_lines
 from .shared_appends import SharedAppends
 
 M = TypeVar("M", bound=BaseModel)
@@ -68,12 +68,23 @@ def episode_line(episode: Episode) -> bytes:
     """The episodes.jsonl line of an episode, exactly as the store appends it (the record's `format` set to the
     version it is written in): made where the episode was played, appended by `RunStore.append_episode_line`."""
     episode.format = FORMAT_VERSION
-    return record_line(episode).encode()
+    return record_bytes(episode)
+
+
+def episode_line_entry(episode: Episode) -> tuple[bytes, Entry]:
+    """`episode_line` and its index entry at offset 0 (`entry_of` of the line): made from the episode itself when
+    its line was written as it is, read from the line when the line had to be reduced (its values cut)."""
+    episode.format = FORMAT_VERSION
+    line = as_is_bytes(episode)
+    if line is None:
+        line = record_line(episode).encode()
+        return line, entry_of(line, 0)
+    return line, entry_of_episode(episode, len(line))
 
 
 def verdict_line(verdict: Verdict) -> bytes:
     """The verdicts.jsonl line of a verdict, exactly as the store appends it."""
-    return record_line(verdict).encode()
+    return record_bytes(verdict)
 
 
 class Appended(NamedTuple):

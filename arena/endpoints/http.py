@@ -83,7 +83,7 @@ class HTTPResponse:
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _END_OF_HEAD = b"\r\n\r\n"
 SLICE = 1 << 20  # through a transport (TLS), bodies at least this large are written a slice at a time (`_send`)
-READ_SIZE = 1 << 18  # bytes asked of the kernel per read (as asyncio's transports ask), into a channel's own buffer
+READ_SIZE = 1 << 18  # bytes asked of the kernel per read (as asyncio's transports ask)
 MAX_BUFFERS = 64  # memory regions handed to one `sendmsg` (the kernel takes up to IOV_MAX, 1024 on Linux)
 DIRECT_SOCKETS = hasattr(socket.socket, "sendmsg")  # `_SocketChannel` needs it (not on Windows)
 Buffer = Union[bytes, memoryview]
@@ -93,16 +93,13 @@ class _SocketChannel:
     """A connection without TLS, driven by the loop's callbacks on its socket instead of an asyncio transport: what
     arrives goes to the protocol as a transport would give it (`data_received`, `eof_received`, `connection_lost`),
     and `send` hands bytes to the kernel straight from the caller's memory, nothing buffered (`get_write_buffer_size`
-    is always 0). `close` and `abort` both close at once: nothing is ever left to flush. Reads go into the channel's
-    own buffer, allocated once (`recv` of READ_SIZE allocated, and mapped, 256 KiB for every read, a few hundred
-    bytes of them used: ~15 us each); `data_received` gets a view of what arrived, valid during the call."""
+    is always 0). `close` and `abort` both close at once: nothing is ever left to flush."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket, protocol: "_Connection"):
         self.loop, self.sock, self.protocol = loop, sock, protocol
         self.closed = False
         self._fd = sock.fileno()
         self._writable: asyncio.Future[None] | None = None
-        self._received = memoryview(bytearray(READ_SIZE))
         loop.add_reader(self._fd, self._read)
         protocol.connection_made(self)
 
@@ -144,15 +141,15 @@ class _SocketChannel:
 
     def _read(self) -> None:
         try:
-            size = self.sock.recv_into(self._received)
+            data = self.sock.recv(READ_SIZE)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
             self._close(exc)
             return
-        if size:
+        if data:
             try:
-                self.protocol.data_received(self._received[:size])
+                self.protocol.data_received(data)
             except Exception as exc:  # a protocol error of ours: the connection cannot be trusted (as a transport does)
                 self._close(exc)
                 raise
@@ -247,7 +244,7 @@ class _Connection(asyncio.Protocol):
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
 
-    def data_received(self, data: Buffer) -> None:  # (a view from `_SocketChannel`: copied at once)
+    def data_received(self, data: bytes) -> None:
         if self._waiter is None or self._waiter.done():
             self._abort()  # bytes nobody asked for: the connection cannot be trusted again
             return

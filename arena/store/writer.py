@@ -188,11 +188,15 @@ class RunWriter:
         with self._handing:
             if self._closed:  # (the thread ends only when closed)
                 raise RuntimeError("the run writer is closed")
-            if self._held:
-                self._queue.put((None, self._append_held, (self._held,), APPEND, None))
-                self._held, self._held_bytes = [], 0
+            self._queue_held()
             if item is not None:
                 self._queue.put(item)
+
+    def _queue_held(self) -> None:
+        """Queue the held lines as one write (called holding `_handing`)."""
+        if self._held:
+            self._queue.put((None, self._append_held, (self._held,), APPEND, None))
+            self._held, self._held_bytes = [], 0
 
     def _fire(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
         """Queue `fn(*args)` (independent of the records, like an append) with no future: a failure is kept in
@@ -294,9 +298,7 @@ class RunWriter:
             finally:
                 with self._handing:
                     self._closed = True
-                    if self._held:
-                        self._queue.put((None, self._append_held, (self._held,), APPEND, None))
-                        self._held = []
+                    self._queue_held()
                     self._queue.put(None)
                 self._thread.join()
 

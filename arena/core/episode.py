@@ -28,7 +28,7 @@ from .paths import PathEscapeError
 from .protocol import TurnRule, extract_answer, tool_name_problem
 from .task import Task, TaskRef
 from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage, ToolResult
-from .trajectory import Episode, Observation, Step, Totals, Usage, clip, episode_key
+from .trajectory import Episode, Observation, Step, Totals, Usage, clip, episode_key, plus_tokens
 from .untrusted import MAX_ARGUMENT_CHARS, clean_text, clean_value
 
 MAX_OBSERVATION_CHARS = 32_000
@@ -205,14 +205,10 @@ class _Run:
 
     def add_usage(self, usage: Usage) -> None:
         """Add a turn's tokens to the episode's sums, as `Usage.__add__` would (a count not reported adds nothing)."""
-        if usage.prompt_tokens is not None:
-            self.prompt_tokens = (self.prompt_tokens or 0) + usage.prompt_tokens
-        if usage.completion_tokens is not None:
-            self.completion_tokens = (self.completion_tokens or 0) + usage.completion_tokens
-        if usage.cached_tokens is not None:
-            self.cached_tokens = (self.cached_tokens or 0) + usage.cached_tokens
-        if usage.reasoning_tokens is not None:
-            self.reasoning_tokens = (self.reasoning_tokens or 0) + usage.reasoning_tokens
+        self.prompt_tokens = plus_tokens(self.prompt_tokens, usage.prompt_tokens)
+        self.completion_tokens = plus_tokens(self.completion_tokens, usage.completion_tokens)
+        self.cached_tokens = plus_tokens(self.cached_tokens, usage.cached_tokens)
+        self.reasoning_tokens = plus_tokens(self.reasoning_tokens, usage.reasoning_tokens)
 
     def count_call(self, name: str) -> None:
         """Count one executed call of tool `name`."""

@@ -33,14 +33,15 @@ class Usage(BaseModel):
     def __add__(self, other: "Usage") -> "Usage":
         """The field-wise sum (None only where both are None). Built as any usage is: pydantic-core's check of four
         counts costs less than `model_construct`'s Python (this runs for every model call)."""
-        return Usage(prompt_tokens=_plus(self.prompt_tokens, other.prompt_tokens),
-                     completion_tokens=_plus(self.completion_tokens, other.completion_tokens),
-                     cached_tokens=_plus(self.cached_tokens, other.cached_tokens),
-                     reasoning_tokens=_plus(self.reasoning_tokens, other.reasoning_tokens))
+        return Usage(prompt_tokens=plus_tokens(self.prompt_tokens, other.prompt_tokens),
+                     completion_tokens=plus_tokens(self.completion_tokens, other.completion_tokens),
+                     cached_tokens=plus_tokens(self.cached_tokens, other.cached_tokens),
+                     reasoning_tokens=plus_tokens(self.reasoning_tokens, other.reasoning_tokens))
 
 
-def _plus(a: int | None, b: int | None) -> int | None:
-    """The sum of two token counts, None when neither was reported."""
+def plus_tokens(a: int | None, b: int | None) -> int | None:
+    """The sum of two token counts, None when neither was reported (a count not reported adds nothing): how every
+    sum of usages is made (`Usage.__add__`, an episode's running totals, the costs summed from steps)."""
     return None if a is None and b is None else (a or 0) + (b or 0)
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from arena.core.blobs import BlobStore
-from arena.core.trajectory import Episode
+from arena.core.trajectory import Episode, plus_tokens
 from arena.core.verdict import Verdict
 from arena.endpoints import transcript
 from arena.endpoints.client import learned_params, restore_params, run_params
@@ -173,10 +173,7 @@ def token_sums(counts: Iterable[tuple[int | None, int | None]]) -> tuple[int | N
     `Usage` sum of the usages counted, without building one per call."""
     prompt = completion = None
     for p, c in counts:
-        if p is not None:
-            prompt = (prompt or 0) + p
-        if c is not None:
-            completion = (completion or 0) + c
+        prompt, completion = plus_tokens(prompt, p), plus_tokens(completion, c)
     return prompt, completion
 
 

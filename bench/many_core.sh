@@ -9,19 +9,24 @@
 # 1024-way with 8 workers, more workers never slower than fewer, driver CPU <= 0.1 ms per episode); the same at
 # 1024-way with lognormal reply times (sigma 0.5); then worker start-up (bench/worker_startup.py, target <= 1 s).
 # WAYS, WORKERS, WAVES and SERVERS override the defaults (e.g. a short check on a small machine:
-# WAYS=64 WORKERS=0,2 WAVES=1 SERVERS=2 bash bench/many_core.sh).
+# WAYS=64 WORKERS=0,2 WAVES=1 SERVERS=2 bash bench/many_core.sh). On a machine that cannot install (no package
+# index), PY names a Python that already has the arena's run-time packages (`make install` is then skipped), and
+# COMMIT the commit measured where the copy has no .git.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WAYS=${WAYS:-256,1024,4096}
 WORKERS=${WORKERS:-0,4,8,12}
 WAVES=${WAVES:-3}
 SERVERS=${SERVERS:-8}
-log=$(mktemp)
-make -s install >"$log" 2>&1 || { cat "$log"; exit 1; }
-rm -f "$log"
-PY=.venv/bin/python
+if [ -z "${PY:-}" ]; then
+  log=$(mktemp)
+  make -s install >"$log" 2>&1 || { cat "$log"; exit 1; }
+  rm -f "$log"
+  PY=.venv/bin/python
+fi
+commit=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 echo "# $(nproc) cores ($(uname -m)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), commit" \
-     "$(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
+     "$commit, $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 $PY bench/overhead.py --scale --delays 1 --ways "$WAYS" --workers "$WORKERS" --waves "$WAVES" --servers "$SERVERS"
 $PY bench/overhead.py --scale --delays 1 --spread 0.5 --ways "${WAYS_SPREAD:-1024}" --workers "$WORKERS" \
     --waves "$WAVES" --servers "$SERVERS"

@@ -10,16 +10,33 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
 
-import bm25s
 import numpy as np
 
 from arena.core.context_image import LRU
 from arena.core.dataset import DatasetError
+
+# bm25s chooses jax for its top-k wherever jax imports, and at import time runs one jax op, which starts jax's default
+# backend: on a GPU machine that claims most of the GPU's memory and starts threads, and the workers' fork server
+# (which preloads this module) then forks a threaded process and can deadlock (seen on a 16-core H200 host with jax
+# installed). The arena's indexes are small and numpy's top-k is exact, so jax is hidden from bm25s while it imports,
+# and whatever the process had under those names is put back.
+_JAX = ("jax", "jax.lax")
+_held = {name: sys.modules[name] for name in _JAX if name in sys.modules}
+sys.modules.update(dict.fromkeys(_JAX))  # None in sys.modules: `import jax` raises ImportError
+try:
+    import bm25s
+finally:
+    for _name in _JAX:
+        if _name in _held:
+            sys.modules[_name] = _held[_name]
+        else:
+            del sys.modules[_name]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -39,7 +56,8 @@ class Hit:
     extract: str
 
 
-def _tokens(texts: list[str]) -> list[list[str]]:
+def tokenize(texts: list[str]) -> list[list[str]]:
+    """bm25s's English tokens (stopwords removed) of each text, as strings."""
     return bm25s.tokenize(texts, stopwords="en", show_progress=False, return_ids=False)
 
 
@@ -75,7 +93,7 @@ class CorpusIndex:
         self.documents = documents
         self._answers: LRU[tuple[str, int, int], list[Hit]] = LRU(self.ANSWERS)
         self._bm25 = bm25s.BM25()
-        self._bm25.index(_tokens([f"{d.title}\n{d.title}\n{d.text}" for d in documents]), show_progress=False)
+        self._bm25.index(tokenize([f"{d.title}\n{d.title}\n{d.text}" for d in documents]), show_progress=False)
 
     @classmethod
     def for_dir(cls, corpus_dir: Path) -> "CorpusIndex":
@@ -121,7 +139,7 @@ class CorpusIndex:
         return hits
 
     def _search(self, query: str, k: int, sentences: int) -> list[Hit]:
-        tokens = _tokens([query])
+        tokens = tokenize([query])
         if not tokens[0] or not self.documents:
             return []
         k = min(k, len(self.documents))
@@ -142,6 +160,6 @@ def summarize(text: str, terms: set[str], limit: int) -> str:
     parts = [s.strip() for s in _SENTENCE.split(text) if s.strip()]
     if len(parts) <= limit:
         return " ".join(parts)
-    overlap = np.array([len(terms & set(t)) for t in _tokens(parts)])
+    overlap = np.array([len(terms & set(t)) for t in tokenize(parts)])
     chosen = sorted(np.argsort(-overlap, kind="stable")[:limit].tolist())
     return " ".join(parts[i] for i in chosen)

@@ -39,7 +39,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Literal
 
-import bm25s
 import httpx
 from pydantic import BaseModel, Field
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential, wait_random
@@ -49,7 +48,7 @@ from arena.core.tool import RunResources, ToolError, ToolOptions, ToolResult
 from arena.endpoints.client import EndpointConfig, EndpointError
 from arena.tools.address_guard import check_fetchable
 from arena.tools.cassette import Cassette, Recorded, normalize_text, normalize_url, validate_mode
-from arena.tools.corpus_index import summarize as extractive_summary
+from arena.tools.corpus_index import summarize as extractive_summary, tokenize
 from arena.tools.keypool import KeyPool
 from arena.tools.page_fetch import PageFetcher
 from arena.tools.search_results import MAX_IMAGE_RESULTS, THUMBNAIL_SIDE, SearchResult, format_results
@@ -120,7 +119,7 @@ def _sha(text: str) -> str:
 
 
 def _query_terms(query: str) -> set[str]:
-    tokens = bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)
+    tokens = tokenize([query])
     return set(tokens[0]) if tokens and tokens[0] else set(normalize_text(query).split())
 
 

@@ -12,6 +12,8 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from stat import S_ISREG
@@ -21,22 +23,29 @@ import numpy as np
 from arena.core.context_image import LRU
 from arena.core.dataset import DatasetError
 
-# bm25s chooses jax for its top-k wherever jax imports, and at import time runs one jax op, which starts jax's default
-# backend: on a GPU machine that claims most of the GPU's memory and starts threads, and the workers' fork server
-# (which preloads this module) then forks a threaded process and can deadlock (seen on a 16-core H200 host with jax
-# installed). The arena's indexes are small and numpy's top-k is exact, so jax is hidden from bm25s while it imports,
-# and whatever the process had under those names is put back.
-_JAX = ("jax", "jax.lax")
-_held = {name: sys.modules[name] for name in _JAX if name in sys.modules}
-sys.modules.update(dict.fromkeys(_JAX))  # None in sys.modules: `import jax` raises ImportError
-try:
+
+@contextmanager
+def _jax_hidden() -> Iterator[None]:
+    """Within: `import jax` (and `jax.lax`) raises ImportError; after: whatever the process had under those names is
+    back. bm25s chooses jax for its top-k wherever jax imports, and at import time runs one jax op, which starts jax's
+    default backend: on a GPU machine that claims most of the GPU's memory and starts threads, and the workers' fork
+    server (which preloads this module) then forks a threaded process and can deadlock (seen on a 16-core H200 host
+    with jax installed). The arena's indexes are small and numpy's top-k is exact."""
+    names = ("jax", "jax.lax")
+    before = [sys.modules.get(name) for name in names]
+    sys.modules.update(dict.fromkeys(names))  # None in sys.modules: the import raises ImportError
+    try:
+        yield
+    finally:
+        for name, module in zip(names, before):
+            if module is None:
+                del sys.modules[name]
+            else:
+                sys.modules[name] = module
+
+
+with _jax_hidden():
     import bm25s
-finally:
-    for _name in _JAX:
-        if _name in _held:
-            sys.modules[_name] = _held[_name]
-        else:
-            del sys.modules[_name]
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 

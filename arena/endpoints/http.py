@@ -250,13 +250,16 @@ class _Connection(asyncio.Protocol):
         if self._waiter is None or self._waiter.done():
             self._abort()  # bytes nobody asked for: the connection cannot be trusted again
             return
-        self._got_bytes, self._last = True, self.loop.time()
+        self._got_bytes = True
         self._buffer += data
         try:
             self._parse()
         except HTTPTransportError as exc:
             self._fail(exc)
             self._abort()
+            return
+        if self._waiter is not None:  # more of the response to come (a whole one ended the request): not silent
+            self._last = self.loop.time()
 
     def eof_received(self) -> bool:
         return False  # close the transport; connection_lost follows
@@ -538,29 +541,26 @@ class HTTPPool:
             self._loop, self._idle, self._open, self._waiters = loop, [], 0, collections.deque()
         body = [body] if isinstance(body, bytes) else body
         head = f"{self._head}Content-Length: {sum(map(len, body))}\r\n\r\n".encode("latin-1")
-        idle = self._idle  # most requests: the connection used last is free and open, nothing to wait for
-        connection = idle.pop() if idle and not idle[-1].closed else await self._acquire()
-        reused = connection.answered_before
-        try:
-            return await self._exchange(connection, head, body)
-        except HTTPTransportError as exc:
-            if not (reused and exc.unanswered):
+        fresh = False
+        while True:
+            idle = self._idle  # most requests: the connection used last is free and open, nothing to wait for
+            connection = idle.pop() if idle and not fresh and not idle[-1].closed else await self._acquire(fresh)
+            reused = connection.answered_before
+            try:
+                response = await connection.request(head, body)
+            except HTTPTransportError as exc:
+                self._release(connection)  # the failure closed it
+                if fresh or not (reused and exc.unanswered):
+                    raise
+                # the keep-alive race (the server closed an idle connection as we reused it): once more, on a new one
+                fresh = True
+                continue
+            except BaseException:  # cancelled, e.g. by the caller's own timeout: the connection's state is unknown
+                connection.close()
+                self._release(connection)
                 raise
-        # the keep-alive race (the server closed an idle connection as we reused it): once more, on a new one
-        return await self._exchange(await self._acquire(fresh=True), head, body)
-
-    async def _exchange(self, connection: _Connection, head: bytes, body: list[bytes]) -> HTTPResponse:
-        try:
-            response = await connection.request(head, body)
-        except HTTPTransportError:
-            self._release(connection)  # the failure closed it
-            raise
-        except BaseException:  # cancelled, e.g. by the caller's own timeout: the connection's state is unknown
-            connection.close()
             self._release(connection)
-            raise
-        self._release(connection)
-        return response
+            return response
 
     async def aclose(self) -> None:
         for connection in self._idle:

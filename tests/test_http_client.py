@@ -265,6 +265,16 @@ def test_garbage_instead_of_http_is_a_protocol_error() -> None:
         post(server.url)
 
 
+def test_a_status_line_is_a_version_and_a_three_digit_code_then_a_space_or_its_end() -> None:
+    server = RawServer(lambda c, i, r: b"HTTP/1.1 200\r\nContent-Length: 2\r\n\r\n{}")  # no reason phrase
+    (response,) = post(server.url)
+    assert response.status == 200 and response.body == b"{}"
+    for line in (b"HTTP/1.1  200 OK", b"HTTP/1.1 200OK", b"HTTP/2 200 OK", "HTTP/1.1 \u00b200 OK".encode("latin-1")):
+        server = RawServer(lambda c, i, r, line=line: line + b"\r\nContent-Length: 2\r\n\r\n{}")
+        with pytest.raises(HTTPTransportError, match="not an HTTP/1.x status line"):  # (a superscript digit: a
+            post(server.url)  # ValueError before, from int())
+
+
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     if not shutil.which("openssl"):

@@ -7,6 +7,7 @@ port, a pool limit, TLS with a certificate from `SSL_CERT_FILE`, and http(s) pro
 from __future__ import annotations
 
 import asyncio
+import gc
 import gzip
 import json
 import shutil
@@ -250,6 +251,29 @@ def test_caller_cancellation_frees_the_slot() -> None:
             await asyncio.wait_for(pool.post(b"{}"), 0.05)
         return (await pool.post(b"{}")).status
     assert asyncio.run(main()) == 200
+
+
+def test_a_caller_cancelled_while_its_body_is_still_going_out_leaves_no_failure_unretrieved(caplog) -> None:
+    """The kernel's buffer is full (the server reads nothing), so the request is still sending when its caller gives
+    up: the connection is closed, and the response it will never have fails nobody's future ("Future exception was
+    never retrieved", logged by asyncio when such a future is collected)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True).start()
+
+    async def main() -> None:
+        pool = HTTPPool(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", {}, 5.0, 1)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(pool.post(b"x" * (64 << 20)), 0.3)
+        await asyncio.sleep(0.05)  # the connection's end is seen
+        gc.collect()
+    try:
+        asyncio.run(main())
+    finally:
+        listener.close()
+        for conn in accepted:
+            conn.close()
+    assert "never retrieved" not in caplog.text
 
 
 def test_responses_of_any_status_are_returned_with_headers() -> None:

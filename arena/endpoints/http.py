@@ -307,7 +307,11 @@ class _Connection(asyncio.Protocol):
     @staticmethod
     async def _answer_after(sending: Coroutine[Any, Any, None], waiter: asyncio.Future[HTTPResponse]) -> HTTPResponse:
         """The response, awaited once the rest of its request went out (`sending`)."""
-        await sending
+        try:
+            await sending
+        except BaseException:  # cancelled while sending: nobody will await the response (nor a failure of it)
+            waiter.cancel()
+            raise
         return await waiter
 
     async def _send_rest(self, channel: _SocketChannel, left: list[Buffer]) -> None:

@@ -210,7 +210,7 @@ async def _open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) ->
 
 
 class _Connection(asyncio.Protocol):
-    """One keep-alive connection; `request` sends a request and waits for its whole response."""
+    """One keep-alive connection; `request` sends a request, and what it returns is awaited for the whole response."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float):
         self.loop, self.timeout = loop, timeout

@@ -7,6 +7,7 @@ port, a pool limit, TLS with a certificate from `SSL_CERT_FILE`, and http(s) pro
 from __future__ import annotations
 
 import asyncio
+import gc
 import gzip
 import json
 import shutil
@@ -252,6 +253,29 @@ def test_caller_cancellation_frees_the_slot() -> None:
     assert asyncio.run(main()) == 200
 
 
+def test_a_caller_cancelled_while_its_body_is_still_going_out_leaves_no_failure_unretrieved(caplog) -> None:
+    """The kernel's buffer is full (the server reads nothing), so the request is still sending when its caller gives
+    up: the connection is closed, and the response it will never have fails nobody's future ("Future exception was
+    never retrieved", logged by asyncio when such a future is collected)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True).start()
+
+    async def main() -> None:
+        pool = HTTPPool(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", {}, 5.0, 1)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(pool.post(b"x" * (64 << 20)), 0.3)
+        await asyncio.sleep(0.05)  # the connection's end is seen
+        gc.collect()
+    try:
+        asyncio.run(main())
+    finally:
+        listener.close()
+        for conn in accepted:
+            conn.close()
+    assert "never retrieved" not in caplog.text
+
+
 def test_responses_of_any_status_are_returned_with_headers() -> None:
     server = RawServer(lambda c, i, r: b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\nretry-after-ms: 1500\r\n"
                                        b"Content-Length: 2\r\n\r\n{}")
@@ -263,6 +287,16 @@ def test_garbage_instead_of_http_is_a_protocol_error() -> None:
     server = RawServer(lambda c, i, r: b"SSH-2.0-OpenSSH_9.2\r\n\r\n")
     with pytest.raises(HTTPTransportError, match="RemoteProtocolError: not an HTTP/1.x status line: 'SSH-2.0"):
         post(server.url)
+
+
+def test_a_status_line_is_a_version_and_a_three_digit_code_then_a_space_or_its_end() -> None:
+    server = RawServer(lambda c, i, r: b"HTTP/1.1 200\r\nContent-Length: 2\r\n\r\n{}")  # no reason phrase
+    (response,) = post(server.url)
+    assert response.status == 200 and response.body == b"{}"
+    for line in (b"HTTP/1.1  200 OK", b"HTTP/1.1 200OK", b"HTTP/2 200 OK", "HTTP/1.1 \u00b200 OK".encode("latin-1")):
+        server = RawServer(lambda c, i, r, line=line: line + b"\r\nContent-Length: 2\r\n\r\n{}")
+        with pytest.raises(HTTPTransportError, match="not an HTTP/1.x status line"):  # (a superscript digit: a
+            post(server.url)  # ValueError before, from int())
 
 
 @pytest.fixture(scope="module")

@@ -369,15 +369,18 @@ class Endpoint:
         cfg = self.config
         params: dict[str, Any] = {"model": cfg.model, "messages": messages, **self._sampling, "tools": tools or None,
                                   "parallel_tool_calls": cfg.parallel_tool_calls if tools else None, **cfg.extra_body}
-        if self._reasoning_model:
-            overrides.pop("temperature", None)
-        params.update(overrides)
+        if overrides:
+            if self._reasoning_model:
+                overrides.pop("temperature", None)
+            params.update(overrides)
         params = {k: v for k, v in params.items() if v is not None}
-        for name, refusal in run_params().of(self._where).items():
-            if name in params:
-                value = params.pop(name)
-                if refusal.rename and refusal.rename not in params:
-                    params[refusal.rename] = value
+        refused = run_params().by_endpoint.get(self._where)
+        if refused:  # (most endpoints refuse nothing)
+            for name, refusal in refused.items():
+                if name in params:
+                    value = params.pop(name)
+                    if refusal.rename and refusal.rename not in params:
+                        params[refusal.rename] = value
         return params
 
     async def chat(self, messages: list[Any], tools: list[dict[str, Any]] | None = None,
@@ -502,10 +505,25 @@ _STANDARD_CALL_KEYS = {"id", "type", "function", "index"}
 
 def _usage(raw: Any) -> Usage:
     raw = raw if isinstance(raw, dict) else {}
-    prompt, completion = raw.get("prompt_tokens_details"), raw.get("completion_tokens_details")
+    prompt = raw["prompt_tokens_details"] if "prompt_tokens_details" in raw else None
+    completion = raw["completion_tokens_details"] if "completion_tokens_details" in raw else None
     return Usage(prompt_tokens=raw.get("prompt_tokens"), completion_tokens=raw.get("completion_tokens"),
                  cached_tokens=prompt.get("cached_tokens") if prompt else None,
                  reasoning_tokens=completion.get("reasoning_tokens") if completion else None)
+
+
+def _tool_calls(raw: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """The function calls of a message's `tool_calls` (an entry that is not one is skipped), and the provider
+    extras of each (None when no call carries any)."""
+    calls, extras = [], []
+    for call in raw:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict):
+            continue
+        calls.append({"id": call.get("id") or "", "name": fn.get("name") or "", "arguments": fn.get("arguments")})
+        extras.append({} if call.keys() <= _STANDARD_CALL_KEYS else  # (most replies: nothing to look for)
+                      {k: v for k, v in call.items() if k not in _STANDARD_CALL_KEYS and v is not None})
+    return calls, extras if any(extras) else None
 
 
 def to_response(data: Any) -> ChatResponse:
@@ -516,22 +534,18 @@ def to_response(data: Any) -> ChatResponse:
         raise TransientEndpointError(f"HTTP 200 without choices: {orjson.dumps(data)[:200].decode()!r}", status=200)
     choice = choices[0]
     message = choice.get("message") or {}
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
-    calls, call_extras = [], []
-    for call in message.get("tool_calls") or []:
-        fn = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(fn, dict):
-            continue
-        calls.append({"id": call.get("id") or "", "name": fn.get("name") or "", "arguments": fn.get("arguments")})
-        call_extras.append({} if call.keys() <= _STANDARD_CALL_KEYS else  # (most replies: nothing to look for)
-                           {k: v for k, v in call.items() if k not in _STANDARD_CALL_KEYS and v is not None})
+    content = message.get("content")  # (a message that is not an object fails here)
+    # fields most replies leave out are looked up only when present
+    reasoning = message["reasoning_content"] if "reasoning_content" in message else None
+    if not reasoning:
+        reasoning = message["reasoning"] if "reasoning" in message else None
+    calls, call_extras = _tool_calls(message["tool_calls"] or []) if "tool_calls" in message else ([], None)
     extras = {} if message.keys() <= _STANDARD_MESSAGE_KEYS else \
         {k: v for k, v in message.items() if k not in _STANDARD_MESSAGE_KEYS and v is not None}
     provider: dict[str, Any] = {"message": extras} if extras else {}
-    if any(call_extras):
+    if call_extras:
         provider["tool_calls"] = call_extras
-    content = message.get("content")
     return ChatResponse(content=content if isinstance(content, str) else "",
                         reasoning=reasoning if isinstance(reasoning, str) else None, tool_calls=calls,
-                        usage=_usage(data.get("usage")), finish_reason=choice.get("finish_reason"),
-                        provider_fields=provider)
+                        usage=_usage(data["usage"] if "usage" in data else None),
+                        finish_reason=choice.get("finish_reason"), provider_fields=provider)

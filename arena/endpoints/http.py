@@ -37,13 +37,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import re
 import socket
 import ssl
 import urllib.parse
 import urllib.request
 import zlib
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Awaitable, Coroutine, Union
 
 
 class HTTPTransportError(OSError):
@@ -82,6 +83,7 @@ class HTTPResponse:
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _END_OF_HEAD = b"\r\n\r\n"
+_STATUS_LINE = re.compile(r"(HTTP/1\.[^ ]*) ([0-9]+)(?: |\Z)")  # version, status code, then a space or the end
 SLICE = 1 << 20  # through a transport (TLS), bodies at least this large are written a slice at a time (`_send`)
 READ_SIZE = 1 << 18  # bytes asked of the kernel per read (as asyncio's transports ask)
 MAX_BUFFERS = 64  # memory regions handed to one `sendmsg` (the kernel takes up to IOV_MAX, 1024 on Linux)
@@ -208,7 +210,7 @@ async def _open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) ->
 
 
 class _Connection(asyncio.Protocol):
-    """One keep-alive connection; `request` sends a request and waits for its whole response."""
+    """One keep-alive connection; `request` sends a request, and what it returns is awaited for the whole response."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float):
         self.loop, self.timeout = loop, timeout
@@ -248,13 +250,16 @@ class _Connection(asyncio.Protocol):
         if self._waiter is None or self._waiter.done():
             self._abort()  # bytes nobody asked for: the connection cannot be trusted again
             return
-        self._got_bytes, self._last = True, self.loop.time()
+        self._got_bytes = True
         self._buffer += data
         try:
             self._parse()
         except HTTPTransportError as exc:
             self._fail(exc)
             self._abort()
+            return
+        if self._waiter is not None:  # more of the response to come (a whole one ended the request): not silent
+            self._last = self.loop.time()
 
     def eof_received(self) -> bool:
         return False  # close the transport; connection_lost follows
@@ -278,58 +283,64 @@ class _Connection(asyncio.Protocol):
                                           unanswered=not self._got_bytes))
 
     # requests
-    async def request(self, head: bytes, body: list[bytes], head_only: bool = False) -> HTTPResponse:
-        """Send `head` and the `body` pieces; return the response (`head_only`: a CONNECT answer, no body)."""
+    def request(self, head: bytes, body: list[bytes], head_only: bool = False) -> Awaitable[HTTPResponse]:
+        """Send `head` and the `body` pieces; the response, to await (`head_only`: a CONNECT answer, no body). What
+        the kernel takes at once goes out now: when that is all of it (most requests), what is awaited is the
+        response's own future, with no coroutine between; else the rest goes out as the kernel makes room."""
         assert self.transport is not None and not self.closed
         self._buffer.clear()
         self._head, self._length, self._chunks, self._got_bytes = None, None, [], False
         self._head_only = head_only
-        self._waiter = self.loop.create_future()
+        self._waiter = waiter = self.loop.create_future()
         self._last = self.loop.time()
         if self._timer is None:  # one left by an earlier request is due sooner and moves itself on (`_check_timeout`)
             self._timer = self.loop.call_at(self._last + self.timeout, self._check_timeout)
-        try:
-            if isinstance(self.transport, _SocketChannel):
-                pieces: list[Buffer] = [head, *body]
-                await self._send_direct(self.transport, pieces)
-            elif len(body) == 1 and len(body[0]) < SLICE:
-                self.transport.write(head + body[0])
-            else:
-                self.transport.write(head)
-                for piece in body:
-                    await self._send(memoryview(piece))
-            return await self._waiter
-        finally:
-            self._waiter = None
+        if isinstance(self.transport, _SocketChannel):
+            left = self.transport.send([head, *body])
+            return self._answer_after(self._send_rest(self.transport, left), waiter) if left else waiter
+        if len(body) == 1 and len(body[0]) < SLICE:
+            self.transport.write(head + body[0])
+            return waiter
+        self.transport.write(head)
+        return self._answer_after(self._send(body), waiter)
 
-    async def _send_direct(self, channel: _SocketChannel, pieces: list[Buffer]) -> None:
-        """Hand `pieces` to the kernel from their own memory, waiting for room only when its buffer is full. Stops
-        early when the server answered or the connection ended (the response or the error is the waiter's)."""
-        left = pieces
+    @staticmethod
+    async def _answer_after(sending: Coroutine[Any, Any, None], waiter: asyncio.Future[HTTPResponse]) -> HTTPResponse:
+        """The response, awaited once the rest of its request went out (`sending`)."""
+        try:
+            await sending
+        except BaseException:  # cancelled while sending: nobody will await the response (nor a failure of it)
+            waiter.cancel()
+            raise
+        return await waiter
+
+    async def _send_rest(self, channel: _SocketChannel, left: list[Buffer]) -> None:
+        """Hand `left`, what the kernel did not take of a request at once, to it from its own memory, each time its
+        buffer has room again. Stops early when the server answered or the connection ended (the response or the
+        error is the waiter's)."""
         self._sending = True
         try:
-            while True:
-                left = channel.send(left)
-                if not left or self.closed or self._waiter is None or self._waiter.done():
-                    return
+            while left and not self.closed and self._waiter is not None and not self._waiter.done():
                 await channel.writable()
                 self._last = self.loop.time()  # the server is reading: not silent
+                left = channel.send(left)
         finally:
             self._sending = False
 
-    async def _send(self, body: memoryview) -> None:
-        """Write `body` a slice at a time, each once the one before has gone to the kernel: the transport copies
-        only what the socket did not take at once (<= a slice), not the megabytes of an image request twice over
-        (asyncio's transport slices and buffers the rest of a large write). Stops early when the server answered
-        or the connection ended (the response or the error is the waiter's)."""
+    async def _send(self, body: list[bytes]) -> None:
+        """Write the `body` pieces a slice at a time, each once the one before has gone to the kernel: the transport
+        copies only what the socket did not take at once (<= a slice), not the megabytes of an image request twice
+        over (asyncio's transport slices and buffers the rest of a large write). Stops early when the server
+        answered or the connection ended (the response or the error is the waiter's)."""
         self._sending = True
         try:
-            for start in range(0, len(body), SLICE):
-                if self.closed or self._waiter is None or self._waiter.done():
-                    return
-                self.transport.write(body[start:start + SLICE])  # type: ignore[union-attr]
-                if self._drained is not None and not self._drained.done():
-                    await self._drained
+            for piece in map(memoryview, body):
+                for start in range(0, len(piece), SLICE):
+                    if self.closed or self._waiter is None or self._waiter.done():
+                        return
+                    self.transport.write(piece[start:start + SLICE])  # type: ignore[union-attr]
+                    if self._drained is not None and not self._drained.done():
+                        await self._drained
         finally:
             self._sending = False
 
@@ -365,6 +376,7 @@ class _Connection(asyncio.Protocol):
     def _fail(self, exc: BaseException) -> None:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_exception(exc)
+        self._waiter = None  # the request is over (its awaiter holds the future)
 
     def _finish(self, body: bytes, keep_alive: bool) -> None:
         status, _, headers = self._head  # type: ignore[misc]
@@ -384,6 +396,7 @@ class _Connection(asyncio.Protocol):
         self.answered_before = True
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(HTTPResponse(status, headers, body))
+        self._waiter = None  # the request is over (its awaiter holds the future)
 
     def _parse(self) -> None:
         while self._head is None:
@@ -395,10 +408,11 @@ class _Connection(asyncio.Protocol):
             head = self._buffer[:end].decode("latin-1")
             del self._buffer[:end + 4]
             status_line, *lines = head.split("\r\n")
-            parts = status_line.split(" ", 2)
-            if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+            start = _STATUS_LINE.match(status_line)
+            if start is None:
                 raise HTTPTransportError(f"RemoteProtocolError: not an HTTP/1.x status line: {status_line[:100]!r}")
-            status = int(parts[1])
+            version, code = start.groups()
+            status = int(code)
             if 100 <= status < 200:
                 continue  # an interim response (100 Continue, 103 Early Hints): the real one follows
             headers: dict[str, str] = {}
@@ -408,7 +422,7 @@ class _Connection(asyncio.Protocol):
                     raise HTTPTransportError(f"RemoteProtocolError: a header line without ':': {line[:100]!r}")
                 name, value = name.strip().lower(), value.strip()
                 headers[name] = f"{headers[name]}, {value}" if name in headers else value
-            self._head = (status, parts[0], headers)
+            self._head = (status, version, headers)
             if self._head_only:
                 self._finish(b"", keep_alive=True)
                 return
@@ -531,28 +545,26 @@ class HTTPPool:
             self._loop, self._idle, self._open, self._waiters = loop, [], 0, collections.deque()
         body = [body] if isinstance(body, bytes) else body
         head = f"{self._head}Content-Length: {sum(map(len, body))}\r\n\r\n".encode("latin-1")
-        connection = await self._acquire()
-        reused = connection.answered_before
-        try:
-            return await self._exchange(connection, head, body)
-        except HTTPTransportError as exc:
-            if not (reused and exc.unanswered):
+        fresh = False
+        while True:
+            idle = self._idle  # most requests: the connection used last is free and open, nothing to wait for
+            connection = idle.pop() if idle and not fresh and not idle[-1].closed else await self._acquire(fresh)
+            reused = connection.answered_before
+            try:
+                response = await connection.request(head, body)
+            except HTTPTransportError as exc:
+                self._release(connection)  # the failure closed it
+                if fresh or not (reused and exc.unanswered):
+                    raise
+                # the keep-alive race (the server closed an idle connection as we reused it): once more, on a new one
+                fresh = True
+                continue
+            except BaseException:  # cancelled, e.g. by the caller's own timeout: the connection's state is unknown
+                connection.close()
+                self._release(connection)
                 raise
-        # the keep-alive race (the server closed an idle connection as we reused it): once more, on a new one
-        return await self._exchange(await self._acquire(fresh=True), head, body)
-
-    async def _exchange(self, connection: _Connection, head: bytes, body: list[bytes]) -> HTTPResponse:
-        try:
-            response = await connection.request(head, body)
-        except HTTPTransportError:
-            self._release(connection)  # the failure closed it
-            raise
-        except BaseException:  # cancelled, e.g. by the caller's own timeout: the connection's state is unknown
-            connection.close()
             self._release(connection)
-            raise
-        self._release(connection)
-        return response
+            return response
 
     async def aclose(self) -> None:
         for connection in self._idle:

@@ -146,10 +146,13 @@ class _Run:
                 raise ValueError(f"the arguments are over the limit of {MAX_ARGUMENT_CHARS:,} characters")
         except (ValueError, TypeError) as exc:
             action, arguments, error = "invalid", None, f"{text(turn.tool, 'tool')}: {exc}"
-        return Step(round=round_, final_turn=final, input=turn.input, output=text(turn.output, "output") or "",
-                    reasoning=text(turn.reasoning, "reasoning"), action=action, tool=text(turn.tool, "tool", 256),
-                    arguments=arguments, call_id=text(turn.call_id, "call_id", 256),
-                    raw_call=text(turn.raw_call, "raw_call", 8192), answer=text(turn.answer, "answer", 8192),
+        output, reasoning, tool, call_id, raw_call, answer = [  # `text` of each, in this order (one list, no calls)
+            None if value is None else clean_text(value if len(value) <= limit else clip(value, limit), name, notes)
+            for value, name, limit in ((turn.output, "output", 65_536), (turn.reasoning, "reasoning", 65_536),
+                                       (turn.tool, "tool", 256), (turn.call_id, "call_id", 256),
+                                       (turn.raw_call, "raw_call", 8192), (turn.answer, "answer", 8192))]
+        return Step(round=round_, final_turn=final, input=turn.input, output=output or "", reasoning=reasoning,
+                    action=action, tool=tool, arguments=arguments, call_id=call_id, raw_call=raw_call, answer=answer,
                     error=error, ignored_calls=turn.ignored_calls, model_seconds=seconds, usage=turn.usage,
                     notes=notes, finish_reason=turn.finish_reason, answer_tagged=turn.answer_tagged,
                     provider_fields=(clean_value(turn.provider_fields, "provider_fields", notes) or {})
@@ -159,11 +162,10 @@ class _Run:
         name = step.tool or ""
         tool = self.tools.get(name)
         limit = self.spec.budget.tool_limits.get(name)
-        used = self.calls_per_tool.get(name, 0)
         if tool is None:
             available = ", ".join(self.tools) or "none in this setting; answer inside <answer></answer>"
             return self.invalid(step, f"unknown tool {name!r}; available tools: {available}")
-        if limit is not None and used >= limit:
+        if limit is not None and self.calls_per_tool.get(name, 0) >= limit:
             return self.invalid(step, f"{name} may be called at most {limit} times in this episode")
         started = time.perf_counter()
         try:

@@ -20,15 +20,15 @@ from typing import Literal
 
 from .agent import Agent, AgentError, AgentTurn, EpisodeView, Prompting
 from .blobs import BlobStore
-from .call_timeout import within
 from .budget import Budget
+from .call_timeout import within
 from .context_image import ContextImage
 from .dataset import Dataset
 from .images import ImageError
 from .paths import PathEscapeError
 from .protocol import TurnRule, extract_answer, tool_name_problem
 from .task import Task, TaskRef
-from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage, ToolResult
+from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage
 from .trajectory import Episode, Observation, Step, Totals, Usage, clip, episode_key, plus_tokens
 from .untrusted import MAX_ARGUMENT_CHARS, clean_text, clean_value
 
@@ -128,7 +128,7 @@ class _Run:
                                        ignored_calls=parsed.ignored_calls)
         notes: list[str] = []
         for note in turn.notes or ():
-            if note := clean_text(clip(note, 2048), "note", []):
+            if note := clean_text(note if len(note) <= 2048 else clip(note, 2048), "note", []):
                 notes.append(note)
 
         def text(value: str | None, name: str, limit: int = 65_536) -> str | None:

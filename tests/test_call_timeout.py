@@ -74,3 +74,14 @@ def test_a_cancellation_from_outside_is_not_a_timeout():
         with pytest.raises(asyncio.CancelledError):
             await task
     asyncio.run(main())
+
+
+def test_an_awaitable_that_is_not_a_coroutine_is_awaited_under_the_timer():
+    async def main():
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        loop.call_later(0.01, ready.set_result, 9)
+        assert await within(ready, 1) == 9
+        with pytest.raises(asyncio.TimeoutError):
+            await within(loop.create_future(), 0.05)
+    asyncio.run(main())

@@ -125,8 +125,8 @@ class ContextImage:
         self.blob_id = blob_id
         self.source = source
         self.path = path
-        self._given = Decoded(image, image.size) if image is not None else None
         self._full_size: tuple[int, int] | None = image.size if image is not None else None
+        self._given = Decoded(image, self._full_size) if image is not None else None
 
     @property
     def size(self) -> tuple[int, int] | None:

@@ -16,18 +16,19 @@ import traceback
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Awaitable, Literal
+from typing import Literal
 
 from .agent import Agent, AgentError, AgentTurn, EpisodeView, Prompting
 from .blobs import BlobStore
 from .budget import Budget
+from .call_timeout import within
 from .context_image import ContextImage
 from .dataset import Dataset
 from .images import ImageError
 from .paths import PathEscapeError
 from .protocol import TurnRule, extract_answer, tool_name_problem
 from .task import Task, TaskRef
-from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage, ToolResult
+from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage
 from .trajectory import Episode, Observation, Step, Totals, Usage, clip, episode_key, plus_tokens
 from .untrusted import MAX_ARGUMENT_CHARS, clean_text, clean_value
 
@@ -114,11 +115,6 @@ class _Run:
             await image.pil()
             self.images.append(image)
 
-    async def act(self, round_: int, final: bool) -> tuple[AgentTurn, float]:
-        started = time.perf_counter()
-        turn = await self.spec.agent.act(self.view(round_, final))
-        return turn, time.perf_counter() - started
-
     def step_from(self, turn: AgentTurn, round_: int, seconds: float, final: bool) -> Step:
         """The turn as a step that always serialises: text clipped, invalid Unicode replaced (and
         noted), arguments that are not a bounded JSON object turned into an invalid action."""
@@ -130,11 +126,16 @@ class _Run:
             turn = dataclasses.replace(turn, action=parsed.kind, tool=parsed.tool, arguments=parsed.arguments,
                                        raw_call=parsed.raw_call, answer=parsed.answer, error=parsed.error,
                                        ignored_calls=parsed.ignored_calls)
-        notes: list[str] = [n for n in (clean_text(clip(n, 2048), "note", []) for n in turn.notes) if n] \
-            if turn.notes else []
+        notes: list[str] = []
+        for note in turn.notes or ():
+            if note := clean_text(note if len(note) <= 2048 else clip(note, 2048), "note", []):
+                notes.append(note)
 
         def text(value: str | None, name: str, limit: int = 65_536) -> str | None:
-            return None if value is None else clean_text(clip(value, limit), name, notes)
+            """`value` clipped to `limit` (`clip`) and cleaned (`clean_text`); None stays None."""
+            if value is None:
+                return None
+            return clean_text(value if len(value) <= limit else clip(value, limit), name, notes)
 
         action, arguments, error = turn.action, None, text(turn.error, "error", 8192)
         try:
@@ -145,10 +146,13 @@ class _Run:
                 raise ValueError(f"the arguments are over the limit of {MAX_ARGUMENT_CHARS:,} characters")
         except (ValueError, TypeError) as exc:
             action, arguments, error = "invalid", None, f"{text(turn.tool, 'tool')}: {exc}"
-        return Step(round=round_, final_turn=final, input=turn.input, output=text(turn.output, "output") or "",
-                    reasoning=text(turn.reasoning, "reasoning"), action=action, tool=text(turn.tool, "tool", 256),
-                    arguments=arguments, call_id=text(turn.call_id, "call_id", 256),
-                    raw_call=text(turn.raw_call, "raw_call", 8192), answer=text(turn.answer, "answer", 8192),
+        output, reasoning, tool, call_id, raw_call, answer = [  # `text` of each, in this order (one list, no calls)
+            None if value is None else clean_text(value if len(value) <= limit else clip(value, limit), name, notes)
+            for value, name, limit in ((turn.output, "output", 65_536), (turn.reasoning, "reasoning", 65_536),
+                                       (turn.tool, "tool", 256), (turn.call_id, "call_id", 256),
+                                       (turn.raw_call, "raw_call", 8192), (turn.answer, "answer", 8192))]
+        return Step(round=round_, final_turn=final, input=turn.input, output=output or "", reasoning=reasoning,
+                    action=action, tool=tool, arguments=arguments, call_id=call_id, raw_call=raw_call, answer=answer,
                     error=error, ignored_calls=turn.ignored_calls, model_seconds=seconds, usage=turn.usage,
                     notes=notes, finish_reason=turn.finish_reason, answer_tagged=turn.answer_tagged,
                     provider_fields=(clean_value(turn.provider_fields, "provider_fields", notes) or {})
@@ -158,11 +162,10 @@ class _Run:
         name = step.tool or ""
         tool = self.tools.get(name)
         limit = self.spec.budget.tool_limits.get(name)
-        used = self.calls_per_tool.get(name, 0)
         if tool is None:
             available = ", ".join(self.tools) or "none in this setting; answer inside <answer></answer>"
             return self.invalid(step, f"unknown tool {name!r}; available tools: {available}")
-        if limit is not None and used >= limit:
+        if limit is not None and self.calls_per_tool.get(name, 0) >= limit:
             return self.invalid(step, f"{name} may be called at most {limit} times in this episode")
         started = time.perf_counter()
         try:
@@ -274,12 +277,12 @@ class _Run:
     def totals(self, seconds: float) -> Totals:
         """The episode's totals: its counts, tokens and times."""
         steps = self.steps
-        return Totals(rounds=sum(1 for s in steps if not s.final_turn), tool_calls=self.tool_calls,
+        return Totals(rounds=len([s for s in steps if not s.final_turn]), tool_calls=self.tool_calls,
                       calls_per_tool=self.calls_per_tool, invalid_calls=self.invalid_calls,
                       ignored_calls=self.ignored_calls, prompt_tokens=self.prompt_tokens,
                       completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
-                      reasoning_tokens=self.reasoning_tokens, model_seconds=sum(s.model_seconds for s in steps),
-                      tool_seconds=sum(s.tool_seconds for s in steps), seconds=seconds)
+                      reasoning_tokens=self.reasoning_tokens, model_seconds=sum([s.model_seconds for s in steps]),
+                      tool_seconds=sum([s.tool_seconds for s in steps]), seconds=seconds)
 
     def out_of_budget(self, started: float) -> str | None:
         budget = self.spec.budget
@@ -293,17 +296,6 @@ class _Run:
         return None
 
 
-async def within(call: Awaitable[ToolResult], seconds: float) -> ToolResult:
-    """`await call`, cancelled after `seconds` (then asyncio.TimeoutError). Since Python 3.11 in the episode's own
-    task (`asyncio.timeout`); `asyncio.wait_for` of 3.10 and 3.11 runs it in a task of its own, a task and a loop
-    iteration more per tool call."""
-    if _TIMEOUT is None:
-        return await asyncio.wait_for(call, seconds)
-    async with _TIMEOUT(seconds):
-        return await call
-
-
-_TIMEOUT = getattr(asyncio, "timeout", None)
 _TEXTS = ("output", "tool", "call_id", "raw_call", "answer", "error", "reasoning")
 
 
@@ -343,8 +335,9 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
             if (error := run.out_of_budget(started)) is not None:
                 finish = "budget"
                 break
-            turn, seconds = await run.act(round_, final=False)
-            step = run.step_from(turn, round_, seconds, final=False)
+            asked = time.perf_counter()
+            turn = await spec.agent.act(run.view(round_, final=False))
+            step = run.step_from(turn, round_, time.perf_counter() - asked, final=False)
             run.ignored_calls += step.ignored_calls
             run.steps.append(step)
             if step.action == "answer":
@@ -360,8 +353,9 @@ async def run_episode(spec: EpisodeSpec, blobs: BlobStore) -> Episode:
         else:
             finish = "budget"
         if finish == "budget" and spec.budget.final_answer_turn:
-            turn, seconds = await run.act(spec.budget.max_rounds + 1, final=True)
-            step = run.step_from(turn, spec.budget.max_rounds + 1, seconds, final=True)
+            asked = time.perf_counter()
+            turn = await spec.agent.act(run.view(spec.budget.max_rounds + 1, final=True))
+            step = run.step_from(turn, spec.budget.max_rounds + 1, time.perf_counter() - asked, final=True)
             run.steps.append(step)
             if step.action == "answer":
                 answer = step.answer

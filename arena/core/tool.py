@@ -208,6 +208,9 @@ def _check_numbers(tool: str, value: dict[str, Any] | list[Any], where: str) -> 
     it is."""
     named = isinstance(value, dict)
     for key, item in value.items() if named else enumerate(value):
+        kind = type(item)
+        if kind is str or (kind is float or kind is int) and -MAX_ARGUMENT_NUMBER <= item <= MAX_ARGUMENT_NUMBER:
+            continue  # (the common items, told by their exact type; any other goes through the checks below)
         if isinstance(item, (dict, list)):
             _check_numbers(tool, item, f"{where}.{key}" if named else f"{where}[{key}]")
         elif isinstance(item, (int, float)) and not isinstance(item, bool) and not abs(item) <= MAX_ARGUMENT_NUMBER:

@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 from arena.core.agent import Agent, AgentTurn, EpisodeView, Prompting
 from arena.core.task import RequestLayout
@@ -115,25 +114,26 @@ class RunSlots:
         self._judging: deque[asyncio.Future[None]] = deque()
         self._playing: deque[asyncio.Future[None]] = deque()
 
-    @asynccontextmanager
-    async def slot(self, judging: bool = False) -> AsyncIterator[None]:
+    def slot(self, judging: bool = False) -> "_RunSlot":
+        """An async context manager holding one slot from entry to exit (a judging is handed a free slot first)."""
+        return _RunSlot(self, judging)
+
+    async def acquire(self, judging: bool) -> None:
+        """Take a free slot, or wait to be handed one."""
         if self.free > 0:
             self.free -= 1
-        else:
-            waiter = asyncio.get_running_loop().create_future()
-            (self._judging if judging else self._playing).append(waiter)
-            try:
-                await waiter
-            except BaseException:
-                if waiter.done() and not waiter.cancelled():
-                    self._release()  # handed a slot as it was cancelled: pass it on
-                raise
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        (self._judging if judging else self._playing).append(waiter)
         try:
-            yield
-        finally:
-            self._release()
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed a slot as it was cancelled: pass it on
+            raise
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Hand the slot to the first waiting judging, else the first waiting episode, else free it."""
         for waiting in (self._judging, self._playing):
             while waiting:
                 waiter = waiting.popleft()
@@ -143,6 +143,22 @@ class RunSlots:
         self.free += 1
 
 
+class _RunSlot:
+    """`RunSlots.slot`: one slot, held from entry to exit (a class rather than a generator context manager: one is
+    entered for every episode and judging)."""
+
+    __slots__ = ("slots", "judging")
+
+    def __init__(self, slots: RunSlots, judging: bool):
+        self.slots, self.judging = slots, judging
+
+    async def __aenter__(self) -> None:
+        await self.slots.acquire(self.judging)
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        self.slots.release()
+
+
 def endpoint_of(options: dict[str, Any]) -> str | None:
     """The endpoint an agent or judge calls, from its factory options (None: it calls no model)."""
     url = options.get("base_url")
@@ -150,12 +166,19 @@ def endpoint_of(options: dict[str, Any]) -> str | None:
 
 
 class LimitedAgent(Agent):
-    """An agent whose turns pass through a gate; everything else is the wrapped agent's."""
+    """An agent whose turns pass through a gate; everything else is the wrapped agent's.
 
-    def __init__(self, inner: Agent, gate: Gate, endpoint: str | None):
+    `limits`: the run's endpoint limits, which every gate of the run applies (`EndpointGate`, or its worker and Ray
+    stand-ins, all no-ops for an endpoint without a limit); when given and none applies to `endpoint`, a turn is the
+    inner agent's own `act`, with no gate slot and no coroutine of this wrapper around it."""
+
+    def __init__(self, inner: Agent, gate: Gate, endpoint: str | None,
+                 limits: dict[str, EndpointLimit] | None = None):
         self.inner, self.gate, self.endpoint = inner, gate, endpoint
         self.id = inner.id
         self.text_protocol = inner.text_protocol
+        if limits is not None and EndpointGate(limits).limit_for(endpoint) is None:
+            self.act = inner.act  # type: ignore[method-assign]  # (the gate would hold no slot)
 
     async def act(self, view: EpisodeView) -> AgentTurn:
         async with self.gate.slot(self.endpoint):

@@ -593,7 +593,7 @@ def add_costs(summary: dict[str, Any], scan: RunScan, prices: dict[str, Any], ra
             if served is not None and sent >= floor and served < ratio * sent:
                 n, low, high = worst.get(agent, (0, served, sent))
                 worst[agent] = (n + 1, served, sent) if served / sent < low / high else (n + 1, low, high)
-            if served is not None and sent:
+            if served is not None and sent and agent not in worst:  # (an agent in `worst` gets no ceiling line)
                 if (watch := ceilings.get(agent)) is None:  # (not a watch built per step to be thrown away)
                     watch = ceilings[agent] = CeilingWatch()
                 watch.observe(served, sent)

@@ -138,7 +138,8 @@ class Workbench:
             if "pool_size" not in options and "pool_size" in inspect.signature(AGENTS[choice.agent]).parameters:
                 options["pool_size"] = config.schedule.concurrency  # connections sized to the episodes in flight
             agent = call_with_options(AGENTS[choice.agent], options, f"agent {choice.agent!r}")
-            self.agents.append(LimitedAgent(agent, self.gate, endpoint_of(choice.options)))
+            self.agents.append(LimitedAgent(agent, self.gate, endpoint_of(choice.options),
+                                           config.schedule.endpoint_limits))
         ids = [a.id for a in self.agents]
         clashes = sorted({i for i in ids if ids.count(i) > 1})
         if clashes:

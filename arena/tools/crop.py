@@ -154,7 +154,7 @@ class CropTool(Tool):
             zoomed = await asyncio.to_thread(zoom, decoded.image, box, decoded.full_size)
         what = f" ({args.label})" if args.label else ""
         text = f"Zoomed in on {list(box)} (pixels) of image {args.img_idx}{what}."
-        data = {"img_idx": args.img_idx, "pixel_box": list(box), "size": [zoomed.width, zoomed.height],
+        data = {"img_idx": args.img_idx, "pixel_box": list(box), "size": list(zoomed.size),
                 "source_size": [full_width, full_height]}
         if ctx.task.layout.published_tool_results:
             data["layout"] = list(PUBLISHED_LAYOUT)

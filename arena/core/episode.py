@@ -16,19 +16,18 @@ import traceback
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Awaitable, Literal
 
 from .agent import Agent, AgentError, AgentTurn, EpisodeView, Prompting
 from .blobs import BlobStore
 from .budget import Budget
-from .call_timeout import within
 from .context_image import ContextImage
 from .dataset import Dataset
 from .images import ImageError
 from .paths import PathEscapeError
 from .protocol import TurnRule, extract_answer, tool_name_problem
 from .task import Task, TaskRef
-from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage
+from .tool import Tool, ToolArgumentError, ToolContext, ToolError, ToolOutage, ToolResult
 from .trajectory import Episode, Observation, Step, Totals, Usage, clip, episode_key, plus_tokens
 from .untrusted import MAX_ARGUMENT_CHARS, clean_text, clean_value
 
@@ -146,13 +145,10 @@ class _Run:
                 raise ValueError(f"the arguments are over the limit of {MAX_ARGUMENT_CHARS:,} characters")
         except (ValueError, TypeError) as exc:
             action, arguments, error = "invalid", None, f"{text(turn.tool, 'tool')}: {exc}"
-        output, reasoning, tool, call_id, raw_call, answer = [  # `text` of each, in this order (one list, no calls)
-            None if value is None else clean_text(value if len(value) <= limit else clip(value, limit), name, notes)
-            for value, name, limit in ((turn.output, "output", 65_536), (turn.reasoning, "reasoning", 65_536),
-                                       (turn.tool, "tool", 256), (turn.call_id, "call_id", 256),
-                                       (turn.raw_call, "raw_call", 8192), (turn.answer, "answer", 8192))]
-        return Step(round=round_, final_turn=final, input=turn.input, output=output or "", reasoning=reasoning,
-                    action=action, tool=tool, arguments=arguments, call_id=call_id, raw_call=raw_call, answer=answer,
+        return Step(round=round_, final_turn=final, input=turn.input, output=text(turn.output, "output") or "",
+                    reasoning=text(turn.reasoning, "reasoning"), action=action, tool=text(turn.tool, "tool", 256),
+                    arguments=arguments, call_id=text(turn.call_id, "call_id", 256),
+                    raw_call=text(turn.raw_call, "raw_call", 8192), answer=text(turn.answer, "answer", 8192),
                     error=error, ignored_calls=turn.ignored_calls, model_seconds=seconds, usage=turn.usage,
                     notes=notes, finish_reason=turn.finish_reason, answer_tagged=turn.answer_tagged,
                     provider_fields=(clean_value(turn.provider_fields, "provider_fields", notes) or {})
@@ -296,6 +292,17 @@ class _Run:
         return None
 
 
+async def within(call: Awaitable[ToolResult], seconds: float) -> ToolResult:
+    """`await call`, cancelled after `seconds` (then asyncio.TimeoutError). Since Python 3.11 in the episode's own
+    task (`asyncio.timeout`); `asyncio.wait_for` of 3.10 and 3.11 runs it in a task of its own, a task and a loop
+    iteration more per tool call."""
+    if _TIMEOUT is None:
+        return await asyncio.wait_for(call, seconds)
+    async with _TIMEOUT(seconds):
+        return await call
+
+
+_TIMEOUT = getattr(asyncio, "timeout", None)
 _TEXTS = ("output", "tool", "call_id", "raw_call", "answer", "error", "reasoning")
 
 

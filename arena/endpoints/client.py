@@ -505,8 +505,7 @@ _STANDARD_CALL_KEYS = {"id", "type", "function", "index"}
 
 def _usage(raw: Any) -> Usage:
     raw = raw if isinstance(raw, dict) else {}
-    prompt = raw["prompt_tokens_details"] if "prompt_tokens_details" in raw else None
-    completion = raw["completion_tokens_details"] if "completion_tokens_details" in raw else None
+    prompt, completion = raw.get("prompt_tokens_details"), raw.get("completion_tokens_details")
     return Usage(prompt_tokens=raw.get("prompt_tokens"), completion_tokens=raw.get("completion_tokens"),
                  cached_tokens=prompt.get("cached_tokens") if prompt else None,
                  reasoning_tokens=completion.get("reasoning_tokens") if completion else None)
@@ -535,11 +534,8 @@ def to_response(data: Any) -> ChatResponse:
     choice = choices[0]
     message = choice.get("message") or {}
     content = message.get("content")  # (a message that is not an object fails here)
-    # fields most replies leave out are looked up only when present
-    reasoning = message["reasoning_content"] if "reasoning_content" in message else None
-    if not reasoning:
-        reasoning = message["reasoning"] if "reasoning" in message else None
-    calls, call_extras = _tool_calls(message["tool_calls"] or []) if "tool_calls" in message else ([], None)
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    calls, call_extras = _tool_calls(message.get("tool_calls") or [])
     extras = {} if message.keys() <= _STANDARD_MESSAGE_KEYS else \
         {k: v for k, v in message.items() if k not in _STANDARD_MESSAGE_KEYS and v is not None}
     provider: dict[str, Any] = {"message": extras} if extras else {}
@@ -547,5 +543,5 @@ def to_response(data: Any) -> ChatResponse:
         provider["tool_calls"] = call_extras
     return ChatResponse(content=content if isinstance(content, str) else "",
                         reasoning=reasoning if isinstance(reasoning, str) else None, tool_calls=calls,
-                        usage=_usage(data["usage"] if "usage" in data else None),
+                        usage=_usage(data.get("usage")),
                         finish_reason=choice.get("finish_reason"), provider_fields=provider)

@@ -6,8 +6,9 @@ The HTTP layer records into a `CallSink` (a small protocol below); the run direc
 A call is recorded by `Endpoint` when a `scope` is open in the calling task (the runner opens one per episode,
 role `agent`, and one per judging, role `judge`): once it was answered (a retried request once, as the attempt
 that was answered), or once it failed for good with a response from the server (a rejection such as a context
-overflow, or the last of the retries), with that error response. A scope's lines are handed to its sink together
-when it ends (one write per episode's calls, not one per call). One line per call:
+overflow, or the last of the retries), with that error response. Each call's line goes to the sink as the call
+ends (the run writer holds appended lines until its next write: one hand-off per episode's calls). One line per
+call:
 
     {"episode": KEY, "role": "agent"|"judge", "sid": SCOPE, "round": K, "keep": N,
      "request": {...body without messages...}, "add": [...new messages...], "response": {...raw body...}}
@@ -48,16 +49,14 @@ Role = Literal["agent", "judge"]
 class CallSink(Protocol):
     """Where a scope's calls go (the run directory's `arena.store.calls.TranscriptWriter`): `compact_message` gives
     a message as stored (`payloads`: content index -> the `serialised_part` whose bytes its data URL encodes),
-    `json_ref` a value stored once by reference, `line` a call record's line (TypeError for a string JSON cannot
-    carry: a lone surrogate), `write_lines` appends lines in their order."""
+    `json_ref` a value stored once by reference, `write` appends a call record's line (TypeError, with nothing
+    written, for a string JSON cannot carry: a lone surrogate)."""
 
     def compact_message(self, message: Any, payloads: "dict[int, _Part] | None" = None) -> Any: ...
 
     def json_ref(self, value: Any) -> dict[str, str]: ...
 
-    def line(self, record: dict[str, Any]) -> bytes: ...
-
-    def write_lines(self, lines: list[bytes]) -> None: ...
+    def write(self, record: dict[str, Any]) -> None: ...
 
 
 @dataclass
@@ -79,7 +78,6 @@ class Scope:
     calls: int = 0
     previous: list[Any] = field(default_factory=list)
     tools: tuple[list[Any], dict[str, str]] | None = None  # the last `tools` list recorded, and its stored reference
-    lines: list[bytes] | None = field(default_factory=list)  # the calls' lines until the scope ends, then None
 
 
 _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_transcript_scope", default=None)
@@ -87,9 +85,9 @@ _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_tra
 
 class scope:  # noqa: N801 (named as the function it replaced is called: `with transcript.scope(...)`)
     """Record the model calls made in this task (and the tasks it starts) under `episode` and `role`; nothing is
-    recorded when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says. The calls'
-    lines go to `writer` together when the scope ends (before the episode or verdict they belong to is stored: the
-    runner stores it after), one write for all of them; a call that ends after its scope did is written at once."""
+    recorded when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says. Each call's
+    line goes to `writer` as the call ends (so before the episode or verdict it belongs to is stored: the runner
+    stores it after the scope)."""
 
     __slots__ = ("current", "token")
 
@@ -102,12 +100,6 @@ class scope:  # noqa: N801 (named as the function it replaced is called: `with t
 
     def __exit__(self, *_: Any) -> None:
         _SCOPE.reset(self.token)
-        current = self.current
-        if current is not None and current.writer is not None:
-            with _LOCK:
-                lines, current.lines = current.lines, None
-            if lines:
-                current.writer.write_lines(lines)
 
 
 def recorded_request() -> dict[str, Any] | None:
@@ -150,7 +142,8 @@ def record(body: bytes, response: Any, failure: dict[str, Any] | None = None) ->
     and `failure` = `{"status": HTTP status, "error": message}`); no-op outside a recording scope."""
     current = _SCOPE.get()
     if current is not None and current.writer is not None:
-        _checked(current, orjson.loads(body), response, failure, parsed=True)
+        with _LOCK:
+            _record(current, orjson.loads(body), response, failure, parsed=True)
 
 
 def record_params(params: dict[str, Any], response: Any, failure: dict[str, Any] | None = None) -> None:
@@ -161,13 +154,8 @@ def record_params(params: dict[str, Any], response: Any, failure: dict[str, Any]
     from those values at once, and orjson serialises deterministically, so what is recorded is the body's JSON."""
     current = _SCOPE.get()
     if current is not None and current.writer is not None:
-        _checked(current, params, response, failure, parsed=False)
-
-
-def _checked(current: Scope, request: dict[str, Any], response: Any, failure: dict[str, Any] | None,
-             parsed: bool) -> None:
-    with _LOCK:
-        _record(current, request, response, failure, parsed)
+        with _LOCK:
+            _record(current, params, response, failure, parsed=False)
 
 
 def _mended_response(response: Any) -> Any:
@@ -249,14 +237,10 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
     record = {"episode": current.episode, "role": current.role, "sid": sid, "round": current.calls, "keep": keep,
               "request": request, "add": added, "response": response, **(failure or {})}
     try:
-        line = writer.line(record)
+        writer.write(record)
     except TypeError:  # the request was sent as JSON: what JSON cannot carry came with the response
         record["response"] = _mended_response(response)
-        line = writer.line(record)
-    if current.lines is not None:
-        current.lines.append(line)
-    else:  # the scope ended before the call did
-        writer.write_lines([line])
+        writer.write(record)
 
 
 def _first_sid(current: Scope) -> str:

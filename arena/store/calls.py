@@ -117,13 +117,10 @@ class TranscriptWriter:
             parts.append(part)
         return {**message, "content": parts}
 
-    def line(self, record: dict[str, Any]) -> bytes:
-        """A call record's calls.jsonl line."""
-        return orjson.dumps(record) + b"\n"
-
-    def write_lines(self, lines: list[bytes]) -> None:
-        """Append `lines` in their order, as one write (a scope's calls, `arena.endpoints.transcript.scope`)."""
-        self.append(self.path, b"".join(lines))
+    def write(self, record: dict[str, Any]) -> None:
+        """Append a call record's calls.jsonl line; TypeError, with nothing written, for a string JSON cannot carry
+        (a lone surrogate)."""
+        self.append(self.path, orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
 
 
 

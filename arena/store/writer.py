@@ -75,7 +75,7 @@ class RunWriter:
         when other processes append to the run too)."""
         self._queue: queue.SimpleQueue[tuple[Future | None, Callable[..., Any], tuple, str, Any] | None] = \
             queue.SimpleQueue()
-        self._held: list[tuple[Path, bytes]] = []  # appended lines not yet queued (see the module docstring)
+        self._held: dict[Path, list[bytes]] = {}  # appended lines not yet queued, by file (see the module docstring)
         self._held_bytes = 0
         self._handing = threading.Lock()  # held while the held lines and the write after them are queued
         self._closed = False
@@ -196,7 +196,7 @@ class RunWriter:
         """Queue the held lines as one write (called holding `_handing`)."""
         if self._held:
             self._queue.put((None, self._append_held, (self._held,), APPEND, None))
-            self._held, self._held_bytes = [], 0
+            self._held, self._held_bytes = {}, 0
 
     def _fire(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
         """Queue `fn(*args)` (independent of the records, like an append) with no future: a failure is kept in
@@ -217,30 +217,28 @@ class RunWriter:
         return self._put(COMMIT, paths, fn, args)
 
     def append(self, path: Path, line: bytes) -> None:
-        """Append one line without fsync (held until the next write is submitted, then written before it; fsynced
-        before the next durable write)."""
-        self._hold(path if isinstance(path, Path) else Path(path), line)
-
-    def append_lines(self, path: Path, lines: list[bytes]) -> None:
-        """Append several lines in order without fsync (an episode's calls.jsonl lines made in another process)."""
-        self._hold(path, b"".join(lines))
-
-    def _hold(self, path: Path, data: bytes) -> None:
+        """Append one line (or several, joined) without fsync: held until the next write is submitted, then written
+        before it; fsynced before the next durable write."""
         with self._handing:
             if self._closed:
                 raise RuntimeError("the run writer is closed")
-            self._held.append((path, data))
-            self._held_bytes += len(data)
+            lines = self._held.get(path)
+            if lines is None:
+                self._held[path] = [line]
+            else:
+                lines.append(line)
+            self._held_bytes += len(line)
             full = self._held_bytes >= LINES_HELD
         if full:
             self._queue_after_held(None)
 
-    def _append_held(self, held: list[tuple[Path, bytes]]) -> None:
+    def append_lines(self, path: Path, lines: list[bytes]) -> None:
+        """Append several lines in order without fsync (an episode's calls.jsonl lines made in another process)."""
+        self.append(path, b"".join(lines))
+
+    def _append_held(self, held: dict[Path, list[bytes]]) -> None:
         """Write held lines, those of each file in one append, in the order they were appended."""
-        by_path: dict[Path, list[bytes]] = {}
-        for path, data in held:
-            by_path.setdefault(path, []).append(data)
-        for path, chunks in by_path.items():
+        for path, chunks in held.items():
             try:
                 self.files.append(path, b"".join(chunks))
                 self._unsynced.add(path)

@@ -345,7 +345,7 @@ def test_images_recorded_from_the_payloads_of_their_parts_are_what_decoding_the_
     assert decoded == [] and len(handed[0]) == 4
     with monkeypatch.context() as patch:
         plain = transcript_module._plain
-        patch.setattr(transcript_module, "_plain", lambda message, payloads=None: plain(message))  # no payload found:
+        patch.setattr(transcript_module, "_plain", lambda message, parts: plain(message, {}))  # no payload found:
         decoding = one_run("decoding")  # decode the URLs
     assert len(decoded) == 4 and decoding == handed  # the task image and three crops
     monkeypatch.setattr(transcript_module._PARTS, "put", lambda key, value: None)  # parts read out of their bytes

@@ -48,7 +48,7 @@ Role = Literal["agent", "judge"]
 
 class CallSink(Protocol):
     """Where a scope's calls go (the run directory's `arena.store.calls.TranscriptWriter`): `compact_message` gives
-    a message as stored (`payloads`: content index -> the `serialised_part` whose bytes its data URL encodes),
+    a message as stored (`payloads`: content index -> the part `serialised_part` made there),
     `json_ref` a value stored once by reference, `write` appends a call record's line (TypeError, with nothing
     written, for a string JSON cannot carry: a lone surrogate)."""
 
@@ -78,6 +78,7 @@ class Scope:
     calls: int = 0
     previous: list[Any] = field(default_factory=list)
     tools: tuple[list[Any], dict[str, str]] | None = None  # the last `tools` list recorded, and its stored reference
+    sent: "tuple[list[Any], list[dict[int, _Part] | None]]" = ([], [])  # the last body's messages and their parts (`_known`)
 
 
 _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_transcript_scope", default=None)
@@ -226,10 +227,11 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
     if parsed:
         added = [writer.compact_message(m) for m in messages[keep:]]
     else:  # the values serialised into the body; the line is serialised from them at once, the same JSON
+        before, parts = current.sent  # the body's messages, as a rule these: their parts as the body found them
+        known = parts if before == messages else _known(messages, current.sent)  # (each checked where it is used)
         added = []
-        for message in messages[keep:]:
-            payloads: dict[int, _Part] = {}
-            added.append(writer.compact_message(_plain(message, payloads), payloads))
+        for message, parts in zip(messages[keep:], known[keep:]):  # parts None: no content list to make plain
+            added.append(writer.compact_message(message if parts is None else _plain(message, parts), parts))
     current.calls += 1
     if isinstance(tools, list):
         request["tools"] = _tools_ref(current, writer, tools)
@@ -333,20 +335,26 @@ def shared_part(key: Hashable) -> orjson.Fragment | None:
 def body_pieces(params: dict[str, Any]) -> list[bytes]:
     """The JSON body of `params` (`orjson.dumps(params)`, byte for byte once joined) as pieces: the large parts made
     by `serialised_part` inside messages' contents go as their own bytes, between the JSON around them, so a request
-    showing a 15 MB photo is not copied into a 15 MB body of its own (and its memory found) at every round."""
+    showing a 15 MB photo is not copied into a 15 MB body of its own (and its memory found) at every round. In a
+    scope, the parts of the messages the previous body sent already are not looked for again (`_known`)."""
     pieces: list[bytes] = []
     messages = params.get("messages") or []
+    current = _SCOPE.get()
+    if current is None:
+        known = [_known_parts(message) for message in messages]
+    else:
+        known = _known(messages, current.sent)
+        current.sent = (messages[:], known)
     marked_messages = None  # `messages` with the places of the pieces marked, once one is found
-    for index, message in enumerate(messages):
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, list):
+    for index, parts in enumerate(known):
+        if not parts:
             continue
+        message = messages[index]
         marked = None
-        for at, part in enumerate(content):
-            entry = _PARTS.get(id(part)) if isinstance(part, orjson.Fragment) else None
-            if entry is not None and entry.fragment is part and len(entry.data) >= PIECE:
+        for at, entry in parts.items():
+            if len(entry.data) >= PIECE:
                 pieces.append(entry.data)
-                marked = marked or list(content)
+                marked = marked or list(message["content"])
                 marked[at] = _MARK  # a NUL byte: never in orjson's output, the place of the piece
         if marked is not None:
             marked_messages = marked_messages or list(messages)
@@ -355,6 +363,35 @@ def body_pieces(params: dict[str, Any]) -> list[bytes]:
     if len(around) != len(pieces) + 1:  # no piece, or a NUL byte in a part that claimed to be JSON: all in one
         return [orjson.dumps(params)]
     return [piece for pair in zip(around, [*pieces, b""]) for piece in pair if piece]
+
+
+def _known(messages: list[Any], sent: "tuple[list[Any], list[dict[int, _Part] | None]]") \
+        -> list[dict[int, _Part] | None]:
+    """`_known_parts` of each message, those of the leading messages equal to the ones `sent` (the scope's previous
+    body: a conversation grows by appending) taken from it instead of looked for again. Equal contents hold the very
+    same parts (a Fragment equals itself only); a message sent again as the same object with parts is looked at
+    again, in case it was changed in place since."""
+    before, parts = sent
+    keep = 0
+    for old, new in zip(before, messages):
+        if old != new or (old is new and parts[keep]):
+            break
+        keep += 1
+    return parts[:keep] + [_known_parts(message) for message in messages[keep:]]
+
+
+def _known_parts(message: Any) -> dict[int, _Part] | None:
+    """The parts of `message`'s content list made by `serialised_part` (by index), found by their Fragments; None for
+    a message without a content list."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return None
+    parts = {}
+    for at, part in enumerate(content):
+        entry = _PARTS.get(id(part)) if isinstance(part, orjson.Fragment) else None
+        if entry is not None and entry.fragment is part:  # else not ours (an id reused)
+            parts[at] = entry
+    return parts
 
 
 _MARK = orjson.Fragment(b"\0")
@@ -372,23 +409,21 @@ def _image_part(part: orjson.Fragment) -> dict[str, Any] | None:
     return {"type": "image_url", "image_url": {"url": url.decode("ascii")}}
 
 
-def _plain(message: Any, payloads: dict[int, _Part] | None = None) -> Any:
+def _plain(message: Any, parts: dict[int, _Part] | None = None) -> Any:
     """A message that serialises as `message` does, with a content list as the plain JSON values its serialisation
-    carries (pre-serialised parts taken back from `serialised_part`, else image parts read by `_image_part`, else
-    parsed), so that the sink sees its image parts; any other message as it is. `payloads`, when given, gets the parts
-    of the content (by index) made by `serialised_part` with a payload."""
+    carries (its `parts` made by `serialised_part`, `_known_parts` when not given, taken back as the values they were
+    made from, else image parts read by `_image_part`, else parsed), so that the sink sees its image parts; any other
+    message as it is."""
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
         return message
+    parts = _known_parts(message) if parts is None else parts
     fast = {}
     for at, part in enumerate(content):
         if not isinstance(part, orjson.Fragment):
             continue
-        entry = _PARTS.get(id(part))
-        entry = entry if entry is not None and entry.fragment is part else None  # else not ours (an id reused)
-        if entry is not None and entry.payload is not None and payloads is not None:
-            payloads[at] = entry
-        value = (entry.value if entry is not None else None) or _image_part(part)
+        entry = parts.get(at)
+        value = entry.value if entry is not None and entry.fragment is part else _image_part(part)
         if value is not None:
             fast[at] = value
     plain = orjson.loads(orjson.dumps({**message, "content": [None if i in fast else p for i, p in enumerate(content)]}))

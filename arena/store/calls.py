@@ -35,9 +35,10 @@ _MIME_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "ima
 
 
 class PayloadPart(Protocol):
-    """A pre-serialised image part carrying the bytes its data URL encodes (`arena.endpoints.transcript._Part`):
-    the writer stores `payload` as it is and remembers the blob id on the part."""
+    """A pre-serialised part (`arena.endpoints.transcript._Part`): `value`, the part it was made from, and for an image
+    part the bytes its data URL encodes, which the writer stores as they are, remembering the blob id on the part."""
 
+    value: Any
     payload: bytes | None
     blob_id: str | None
 
@@ -98,8 +99,9 @@ class TranscriptWriter:
         return {"$image": part.blob_id, "prefix": head}
 
     def compact_message(self, message: Any, payloads: dict[int, "PayloadPart"] | None = None) -> Any:
-        """`message` as stored: a system message as a JSON blob, image data URLs as blobs (`payloads`: the parts,
-        by index in the content, that carry the bytes their URL encodes)."""
+        """`message` as stored: a system message as a JSON blob, image data URLs as blobs (`payloads`: pre-serialised
+        parts by index in the content; a part that is the `value` of its entry, whose `payload` is not None, is
+        stored from the bytes its URL encodes)."""
         if not isinstance(message, dict):
             return message
         if message.get("role") == "system":
@@ -112,7 +114,8 @@ class TranscriptWriter:
             image = part.get("image_url") if isinstance(part, dict) else None
             if isinstance(image, dict) and isinstance(image.get("url"), str):
                 known = payloads.get(i) if payloads else None
-                ref = self.payload_ref(known, image["url"]) if known is not None else self.image_ref(image["url"])
+                ref = self.payload_ref(known, image["url"]) if known is not None and known.value is part \
+                    and known.payload is not None else self.image_ref(image["url"])
                 part = {**part, "image_url": {**image, "url": ref}}
             parts.append(part)
         return {**message, "content": parts}

@@ -32,8 +32,8 @@ another process ships it with the job (`recorded_request`) and opens its scope t
 from __future__ import annotations
 
 import contextvars
+import os
 import re
-import secrets
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Literal, Protocol
@@ -248,7 +248,7 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
 def _first_sid(current: Scope) -> str:
     """The scope's id (12 random hex digits: unique across the processes and resumes writing one calls.jsonl),
     made with its first call line (`_record` runs under `_LOCK`: calls of one scope may end in other threads)."""
-    current.sid = secrets.token_hex(6)
+    current.sid = os.urandom(6).hex()  # (what `secrets.token_hex` reads, without its three layers of calls)
     return current.sid
 
 
@@ -328,7 +328,8 @@ def shared_part(key: Hashable) -> orjson.Fragment | None:
     shared = _SHARED_PARTS.get(key)
     if shared is None:
         return None
-    _PARTS.put(id(shared.fragment), shared)  # the recorder takes its value back again (and `body_pieces` its bytes)
+    if _PARTS.get(id(shared.fragment)) is not shared:  # the recorder takes its value back (and `body_pieces` its bytes)
+        _PARTS.put(id(shared.fragment), shared)
     return shared.fragment
 
 
@@ -411,22 +412,30 @@ def _image_part(part: orjson.Fragment) -> dict[str, Any] | None:
 
 def _plain(message: Any, parts: dict[int, _Part] | None = None) -> Any:
     """A message that serialises as `message` does, with a content list as the plain JSON values its serialisation
-    carries (its `parts` made by `serialised_part`, `_known_parts` when not given, taken back as the values they were
-    made from, else image parts read by `_image_part`, else parsed), so that the sink sees its image parts; any other
-    message as it is."""
+    carries, so that the sink sees its image parts: its `parts` made by `serialised_part` (`_known_parts` when not
+    given) taken back as the values they were made from, other Fragments that are image parts read by `_image_part`,
+    dict parts as they are; when anything else is left (another Fragment, a value other than a dict), the message
+    parsed back from its JSON with those values put in. Any other message as it is."""
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
         return message
     parts = _known_parts(message) if parts is None else parts
-    fast = {}
+    values, unread = list(content), False
     for at, part in enumerate(content):
-        if not isinstance(part, orjson.Fragment):
-            continue
-        entry = parts.get(at)
-        value = entry.value if entry is not None and entry.fragment is part else _image_part(part)
-        if value is not None:
-            fast[at] = value
-    plain = orjson.loads(orjson.dumps({**message, "content": [None if i in fast else p for i, p in enumerate(content)]}))
-    for at, value in fast.items():
-        plain["content"][at] = value
+        if isinstance(part, orjson.Fragment):
+            entry = parts.get(at)
+            value = entry.value if entry is not None and entry.fragment is part else _image_part(part)
+            if value is None:
+                unread = True
+            else:
+                values[at] = value
+        elif not isinstance(part, dict):
+            unread = True
+    if not unread:
+        return {**message, "content": values}
+    taken = [value is not part for value, part in zip(values, content)]  # the parts not left to read back
+    plain = orjson.loads(orjson.dumps({**message, "content": [None if t else p for t, p in zip(taken, content)]}))
+    for at, value in enumerate(values):
+        if taken[at]:
+            plain["content"][at] = value
     return plain

@@ -109,15 +109,16 @@ class TranscriptWriter:
         content = message.get("content")
         if not isinstance(content, list):
             return message
-        parts = []
+        parts = list(content)
         for i, part in enumerate(content):
+            known = payloads[i] if payloads and i in payloads else None
+            if known is not None and known.value is part and known.payload is not None:  # a data URL part
+                image = part["image_url"]
+                parts[i] = {**part, "image_url": {**image, "url": self.payload_ref(known, image["url"])}}
+                continue
             image = part.get("image_url") if isinstance(part, dict) else None
             if isinstance(image, dict) and isinstance(image.get("url"), str):
-                known = payloads.get(i) if payloads else None
-                ref = self.payload_ref(known, image["url"]) if known is not None and known.value is part \
-                    and known.payload is not None else self.image_ref(image["url"])
-                part = {**part, "image_url": {**image, "url": ref}}
-            parts.append(part)
+                parts[i] = {**part, "image_url": {**image, "url": self.image_ref(image["url"])}}
         return {**message, "content": parts}
 
     def write(self, record: dict[str, Any]) -> None:

@@ -227,11 +227,10 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
     if parsed:
         added = [writer.compact_message(m) for m in messages[keep:]]
     else:  # the values serialised into the body; the line is serialised from them at once, the same JSON
-        before, parts = current.sent  # the body's messages, as a rule these: their parts as the body found them
-        known = parts if before == messages else _known(messages, current.sent)  # (each checked where it is used)
-        added = []
-        for message, parts in zip(messages[keep:], known[keep:]):  # parts None: no content list to make plain
-            added.append(writer.compact_message(message if parts is None else _plain(message, parts), parts))
+        before, found = current.sent  # the body's messages, as a rule these: their parts as the body found them
+        known = found if before == messages else _known(messages, current.sent)  # (each checked where it is used)
+        added = [writer.compact_message(message if parts is None else _plain(message, parts), parts)  # None: no list
+                 for message, parts in zip(messages[keep:], known[keep:])]
     current.calls += 1
     if isinstance(tools, list):
         request["tools"] = _tools_ref(current, writer, tools)
@@ -351,11 +350,12 @@ def body_pieces(params: dict[str, Any]) -> list[bytes]:
         if not parts:
             continue
         message = messages[index]
+        content = message["content"]
         marked = None
         for at, entry in parts.items():
-            if len(entry.data) >= PIECE:
+            if len(entry.data) >= PIECE and content[at] is entry.fragment:  # (an equal message: the same parts)
                 pieces.append(entry.data)
-                marked = marked or list(message["content"])
+                marked = marked or list(content)
                 marked[at] = _MARK  # a NUL byte: never in orjson's output, the place of the piece
         if marked is not None:
             marked_messages = marked_messages or list(messages)

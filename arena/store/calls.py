@@ -116,7 +116,7 @@ class TranscriptWriter:
                 image = part["image_url"]
                 parts[i] = {**part, "image_url": {**image, "url": self.payload_ref(known, image["url"])}}
                 continue
-            image = part.get("image_url") if isinstance(part, dict) else None
+            image = part["image_url"] if isinstance(part, dict) and "image_url" in part else None
             if isinstance(image, dict) and isinstance(image.get("url"), str):
                 parts[i] = {**part, "image_url": {**image, "url": self.image_ref(image["url"])}}
         return {**message, "content": parts}

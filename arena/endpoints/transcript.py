@@ -78,7 +78,8 @@ class Scope:
     calls: int = 0
     previous: list[Any] = field(default_factory=list)
     tools: tuple[list[Any], dict[str, str]] | None = None  # the last `tools` list recorded, and its stored reference
-    sent: "tuple[list[Any], list[dict[int, _Part] | None]]" = ([], [])  # the last body's messages and their parts (`_known`)
+    # the messages of the last body built in the scope and their parts (`_known`; replaced, never changed in place)
+    sent: "tuple[list[Any], list[dict[int, _Part] | None]]" = ([], [])
 
 
 _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_transcript_scope", default=None)
@@ -419,7 +420,7 @@ def _plain(message: Any, parts: dict[int, _Part] | None = None) -> Any:
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
         return message
-    parts = _known_parts(message) if parts is None else parts
+    parts = (_known_parts(message) or {}) if parts is None else parts
     values, unread = list(content), False
     for at, part in enumerate(content):
         if isinstance(part, orjson.Fragment):

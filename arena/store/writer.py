@@ -75,7 +75,7 @@ class RunWriter:
         when other processes append to the run too)."""
         self._queue: queue.SimpleQueue[tuple[Future | None, Callable[..., Any], tuple, str, Any] | None] = \
             queue.SimpleQueue()
-        self._held: dict[Path, list[bytes]] = {}  # appended lines not yet queued, by file (see the module docstring)
+        self._held: list[tuple[Path, bytes]] = []  # appended lines not yet queued (see the module docstring)
         self._held_bytes = 0
         self._handing = threading.Lock()  # held while the held lines and the write after them are queued
         self._closed = False
@@ -196,7 +196,7 @@ class RunWriter:
         """Queue the held lines as one write (called holding `_handing`)."""
         if self._held:
             self._queue.put((None, self._append_held, (self._held,), APPEND, None))
-            self._held, self._held_bytes = {}, 0
+            self._held, self._held_bytes = [], 0
 
     def _fire(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
         """Queue `fn(*args)` (independent of the records, like an append) with no future: a failure is kept in
@@ -222,11 +222,7 @@ class RunWriter:
         with self._handing:
             if self._closed:
                 raise RuntimeError("the run writer is closed")
-            lines = self._held.get(path)
-            if lines is None:
-                self._held[path] = [line]
-            else:
-                lines.append(line)
+            self._held.append((path, line))
             self._held_bytes += len(line)
             full = self._held_bytes >= LINES_HELD
         if full:
@@ -236,9 +232,13 @@ class RunWriter:
         """Append several lines in order without fsync (an episode's calls.jsonl lines made in another process)."""
         self.append(path, b"".join(lines))
 
-    def _append_held(self, held: dict[Path, list[bytes]]) -> None:
-        """Write held lines, those of each file in one append, in the order they were appended."""
-        for path, chunks in held.items():
+    def _append_held(self, held: list[tuple[Path, bytes]]) -> None:
+        """Write held lines, those of each file in one append, in the order they were appended (grouped here, on the
+        writer's thread, not by the appending threads)."""
+        by_path: dict[Path, list[bytes]] = {}
+        for path, data in held:
+            by_path.setdefault(path, []).append(data)
+        for path, chunks in by_path.items():
             try:
                 self.files.append(path, b"".join(chunks))
                 self._unsynced.add(path)

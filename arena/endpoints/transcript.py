@@ -47,12 +47,13 @@ Role = Literal["agent", "judge"]
 
 
 class CallSink(Protocol):
-    """Where a scope's calls go (the run directory's `arena.store.calls.TranscriptWriter`): `compact_message` gives
-    a message as stored (`payloads`: content index -> the part `serialised_part` made there),
-    `json_ref` a value stored once by reference, `write` appends a call record's line (TypeError, with nothing
-    written, for a string JSON cannot carry: a lone surrogate)."""
+    """Where a scope's calls go (the run directory's `arena.store.calls.TranscriptWriter`): `compact_messages` gives
+    messages as stored (`payloads`: per message, content index -> the part `serialised_part` made there, or None
+    for a message without a content list), `json_ref` a value stored once by reference, `write` appends a call
+    record's line (TypeError, with nothing written, for a string JSON cannot carry: a lone surrogate)."""
 
-    def compact_message(self, message: Any, payloads: "dict[int, _Part] | None" = None) -> Any: ...
+    def compact_messages(self, messages: list[Any],
+                         payloads: "list[dict[int, _Part] | None] | None" = None) -> list[Any]: ...
 
     def json_ref(self, value: Any) -> dict[str, str]: ...
 
@@ -226,12 +227,12 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
     if isinstance(tools, list):
         request["tools"] = None  # stored by reference below, in its place among the fields
     if parsed:
-        added = [writer.compact_message(m) for m in messages[keep:]]
+        added = writer.compact_messages(messages[keep:])
     else:  # the values serialised into the body; the line is serialised from them at once, the same JSON
         before, found = current.sent  # the body's messages, as a rule these: their parts as the body found them
         known = found if before == messages else _known(messages, current.sent)  # (each checked where it is used)
-        added = [writer.compact_message(message if parts is None else _plain(message, parts), parts)  # None: no list
-                 for message, parts in zip(messages[keep:], known[keep:])]
+        new = known[keep:]  # None: a message without a content list, nothing to make plain
+        added = writer.compact_messages([m if p is None else _plain(m, p) for m, p in zip(messages[keep:], new)], new)
     current.calls += 1
     if isinstance(tools, list):
         request["tools"] = _tools_ref(current, writer, tools)

@@ -236,8 +236,11 @@ class RunWriter:
         """Write held lines, those of each file in one append, in the order they were appended (grouped here, on the
         writer's thread, not by the appending threads)."""
         by_path: dict[Path, list[bytes]] = {}
+        last, chunks = None, []
         for path, data in held:
-            by_path.setdefault(path, []).append(data)
+            if path is not last:  # (a run of lines to one path object: its list looked up once)
+                last, chunks = path, by_path.setdefault(path, [])
+            chunks.append(data)
         for path, chunks in by_path.items():
             try:
                 self.files.append(path, b"".join(chunks))

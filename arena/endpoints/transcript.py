@@ -152,8 +152,9 @@ def record(body: bytes, response: Any, failure: dict[str, Any] | None = None) ->
 def record_params(params: dict[str, Any], response: Any, failure: dict[str, Any] | None = None) -> None:
     """`record` for `Endpoint`, from the fields it serialised (`orjson.dumps(params)`) into the body it sent:
     messages are compared with the previous call's as they are (cheap: the same image parts are the same
-    objects) and only the new ones go into the line (a content list read back as plain values, its image parts
-    stored as blobs), instead of parsing the whole body (megabytes of images) on every call. The line is serialised
+    objects) and only the new ones go into the line (a content list read back as plain values from the parts
+    `body_pieces` found in it, its image parts stored as blobs), instead of parsing the whole body (megabytes of
+    images) on every call. The line is serialised
     from those values at once, and orjson serialises deterministically, so what is recorded is the body's JSON."""
     current = _SCOPE.get()
     if current is not None and current.writer is not None:

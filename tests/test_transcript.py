@@ -345,7 +345,7 @@ def test_images_recorded_from_the_payloads_of_their_parts_are_what_decoding_the_
     assert decoded == [] and len(handed[0]) == 4
     with monkeypatch.context() as patch:
         plain = transcript_module._plain
-        patch.setattr(transcript_module, "_plain", lambda message, payloads=None: plain(message))  # no payload found:
+        patch.setattr(transcript_module, "_plain", lambda message, parts: plain(message, {}))  # no payload found:
         decoding = one_run("decoding")  # decode the URLs
     assert len(decoded) == 4 and decoding == handed  # the task image and three crops
     monkeypatch.setattr(transcript_module._PARTS, "put", lambda key, value: None)  # parts read out of their bytes
@@ -491,6 +491,53 @@ def test_request_bodies_in_pieces_join_to_the_json_of_the_request():
     assert body_pieces(with_nul) == [orjson.dumps(with_nul)]
     assert orjson.dumps(serialised_part({"type": "image_url", "image_url": {"url": small + "\0"}})).endswith(
         b'\\u0000"}}')  # no raw NUL from `serialised_part` (escaped by orjson)
+
+
+def test_bodies_of_a_growing_conversation_in_a_scope_join_to_the_json_of_each_request(tmp_path):
+    """In a scope, `body_pieces` looks only at the messages the previous body did not send: every round's pieces
+    still join to `orjson.dumps(params)` (its large parts as pieces), when messages are built again each round
+    (equal, not the same objects), when the front of the conversation changes, and when a message is sent again as
+    the same object after being changed in place; the recorder keeps each request byte for byte."""
+    import orjson
+
+    from arena.endpoints import transcript
+    from arena.endpoints.transcript import PIECE, body_pieces, serialised_part
+    from arena.store.calls import read_calls
+
+    def image(seed: int) -> orjson.Fragment:
+        data = bytes([seed]) * PIECE + bytes(range(256))
+        url = "data:image/png;base64," + base64.b64encode(data).decode()
+        return serialised_part({"type": "image_url", "image_url": {"url": url}}, payload=data)
+
+    def sent_as_json(params: dict) -> bytes:
+        pieces = body_pieces(params)
+        fragments = [part for m in params["messages"] if isinstance(m["content"], list) for part in m["content"]
+                     if isinstance(part, orjson.Fragment)]
+        assert b"".join(pieces) == orjson.dumps(params)
+        assert sorted(piece for piece in pieces if len(piece) >= PIECE) == sorted(orjson.dumps(f) for f in fragments)
+        return b"".join(pieces)
+
+    photo, crop, other = image(1), image(2), image(3)
+    user = lambda: {"role": "user", "content": [photo, {"type": "text", "text": "what year?"}]}  # built each round
+    shown = lambda: {"role": "user", "content": [{"type": "text", "text": "the crop:"}, crop]}
+    rounds = [[user()], [user(), {"role": "assistant", "content": "zoom"}, shown()],
+              [user(), {"role": "assistant", "content": "zoom"}, shown(), {"role": "assistant", "content": "more"}],
+              [{"role": "system", "content": "new"}, user(), {"role": "assistant", "content": "zoom"}, shown()]]
+    writer = TranscriptWriter(tmp_path, BlobStore(tmp_path / "blobs"))
+    sent = []
+    with transcript.scope(writer, "k", "agent"):
+        for messages in rounds:
+            params = {"model": "m", "messages": messages}
+            sent.append(sent_as_json(params))
+            transcript.record_params(params, {"choices": []})
+    assert [orjson.dumps(call["request"]) for call in read_calls(tmp_path, "k")] == sent
+    kept = shown()  # one object sent in every round, changed in place after it was sent: looked at again
+    with transcript.scope(writer, "changed", "agent"):
+        sent_as_json({"model": "m", "messages": [user(), kept]})
+        kept["content"][1] = other
+        sent_as_json({"model": "m", "messages": [user(), kept]})
+        kept["content"] = [other, crop, photo]
+        sent_as_json({"model": "m", "messages": [user(), kept]})
 
 
 def test_episodes_awaiting_one_image_together_base64_encode_it_once(tiny_data, tmp_path, monkeypatch):

@@ -54,6 +54,21 @@ def test_a_durable_write_fsyncs_the_lines_appended_before_it(tmp_path: Path, wri
     assert writer.problems == []
 
 
+def test_held_lines_reach_each_file_in_the_order_appended(tmp_path: Path, writer: RunWriter) -> None:
+    """Lines held for several files, interleaved and given as equal paths that are distinct objects, are written one
+    append per file, each file's lines in the order they were appended."""
+    calls, cache = tmp_path / "calls.jsonl", tmp_path / "judge_cache.jsonl"
+    writer.append(calls, b"1\n")
+    writer.append(Path(str(calls)), b"2\n")
+    writer.append(cache, b"a\n")
+    writer.append_lines(calls, [b"3\n", b"4\n"])
+    writer.append(Path(str(cache)), b"b\n")
+    writer.append(calls, b"5\n")
+    writer.flush()
+    assert calls.read_bytes() == b"1\n2\n3\n4\n5\n" and cache.read_bytes() == b"a\nb\n"
+    assert writer.problems == []
+
+
 def test_records_waiting_together_are_committed_with_one_fsync_per_file_and_count_only_once_synced(
         tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
     """Group commit: 50 episodes (each after its calls line) queued while the writer is busy are written in their

@@ -6,8 +6,9 @@ The HTTP layer records into a `CallSink` (a small protocol below); the run direc
 A call is recorded by `Endpoint` when a `scope` is open in the calling task (the runner opens one per episode,
 role `agent`, and one per judging, role `judge`): once it was answered (a retried request once, as the attempt
 that was answered), or once it failed for good with a response from the server (a rejection such as a context
-overflow, or the last of the retries), with that error response. A scope's lines are handed to its sink together
-when it ends (one write per episode's calls, not one per call). One line per call:
+overflow, or the last of the retries), with that error response. Each call's line goes to the sink as the call
+ends (the run writer holds appended lines until its next write: one hand-off per episode's calls). One line per
+call:
 
     {"episode": KEY, "role": "agent"|"judge", "sid": SCOPE, "round": K, "keep": N,
      "request": {...body without messages...}, "add": [...new messages...], "response": {...raw body...}}
@@ -31,8 +32,8 @@ another process ships it with the job (`recorded_request`) and opens its scope t
 from __future__ import annotations
 
 import contextvars
+import os
 import re
-import secrets
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Literal, Protocol
@@ -46,18 +47,17 @@ Role = Literal["agent", "judge"]
 
 
 class CallSink(Protocol):
-    """Where a scope's calls go (the run directory's `arena.store.calls.TranscriptWriter`): `compact_message` gives
-    a message as stored (`payloads`: content index -> the `serialised_part` whose bytes its data URL encodes),
-    `json_ref` a value stored once by reference, `line` a call record's line (TypeError for a string JSON cannot
-    carry: a lone surrogate), `write_lines` appends lines in their order."""
+    """Where a scope's calls go (the run directory's `arena.store.calls.TranscriptWriter`): `compact_messages` gives
+    messages as stored (`payloads`: per message, content index -> the part `serialised_part` made there, or None
+    for a message without a content list), `json_ref` a value stored once by reference, `write` appends a call
+    record's line (TypeError, with nothing written, for a string JSON cannot carry: a lone surrogate)."""
 
-    def compact_message(self, message: Any, payloads: "dict[int, _Part] | None" = None) -> Any: ...
+    def compact_messages(self, messages: list[Any],
+                         payloads: "list[dict[int, _Part] | None] | None" = None) -> list[Any]: ...
 
     def json_ref(self, value: Any) -> dict[str, str]: ...
 
-    def line(self, record: dict[str, Any]) -> bytes: ...
-
-    def write_lines(self, lines: list[bytes]) -> None: ...
+    def write(self, record: dict[str, Any]) -> None: ...
 
 
 @dataclass
@@ -79,7 +79,8 @@ class Scope:
     calls: int = 0
     previous: list[Any] = field(default_factory=list)
     tools: tuple[list[Any], dict[str, str]] | None = None  # the last `tools` list recorded, and its stored reference
-    lines: list[bytes] | None = field(default_factory=list)  # the calls' lines until the scope ends, then None
+    # the messages of the last body built in the scope and their parts (`_known`; replaced, never changed in place)
+    sent: "tuple[list[Any], list[dict[int, _Part] | None]]" = ([], [])
 
 
 _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_transcript_scope", default=None)
@@ -87,9 +88,9 @@ _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("arena_tra
 
 class scope:  # noqa: N801 (named as the function it replaced is called: `with transcript.scope(...)`)
     """Record the model calls made in this task (and the tasks it starts) under `episode` and `role`; nothing is
-    recorded when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says. The calls'
-    lines go to `writer` together when the scope ends (before the episode or verdict they belong to is stored: the
-    runner stores it after), one write for all of them; a call that ends after its scope did is written at once."""
+    recorded when `writer` is None. `resend`, a recorded request body, is sent again as `resent` says. Each call's
+    line goes to `writer` as the call ends (so before the episode or verdict it belongs to is stored: the runner
+    stores it after the scope)."""
 
     __slots__ = ("current", "token")
 
@@ -102,12 +103,6 @@ class scope:  # noqa: N801 (named as the function it replaced is called: `with t
 
     def __exit__(self, *_: Any) -> None:
         _SCOPE.reset(self.token)
-        current = self.current
-        if current is not None and current.writer is not None:
-            with _LOCK:
-                lines, current.lines = current.lines, None
-            if lines:
-                current.writer.write_lines(lines)
 
 
 def recorded_request() -> dict[str, Any] | None:
@@ -150,24 +145,21 @@ def record(body: bytes, response: Any, failure: dict[str, Any] | None = None) ->
     and `failure` = `{"status": HTTP status, "error": message}`); no-op outside a recording scope."""
     current = _SCOPE.get()
     if current is not None and current.writer is not None:
-        _checked(current, orjson.loads(body), response, failure, parsed=True)
+        with _LOCK:
+            _record(current, orjson.loads(body), response, failure, parsed=True)
 
 
 def record_params(params: dict[str, Any], response: Any, failure: dict[str, Any] | None = None) -> None:
     """`record` for `Endpoint`, from the fields it serialised (`orjson.dumps(params)`) into the body it sent:
     messages are compared with the previous call's as they are (cheap: the same image parts are the same
-    objects) and only the new ones go into the line (a content list read back as plain values, its image parts
-    stored as blobs), instead of parsing the whole body (megabytes of images) on every call. The line is serialised
+    objects) and only the new ones go into the line (a content list read back as plain values from the parts
+    `body_pieces` found in it, its image parts stored as blobs), instead of parsing the whole body (megabytes of
+    images) on every call. The line is serialised
     from those values at once, and orjson serialises deterministically, so what is recorded is the body's JSON."""
     current = _SCOPE.get()
     if current is not None and current.writer is not None:
-        _checked(current, params, response, failure, parsed=False)
-
-
-def _checked(current: Scope, request: dict[str, Any], response: Any, failure: dict[str, Any] | None,
-             parsed: bool) -> None:
-    with _LOCK:
-        _record(current, request, response, failure, parsed)
+        with _LOCK:
+            _record(current, params, response, failure, parsed=False)
 
 
 def _mended_response(response: Any) -> Any:
@@ -236,12 +228,12 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
     if isinstance(tools, list):
         request["tools"] = None  # stored by reference below, in its place among the fields
     if parsed:
-        added = [writer.compact_message(m) for m in messages[keep:]]
+        added = writer.compact_messages(messages[keep:])
     else:  # the values serialised into the body; the line is serialised from them at once, the same JSON
-        added = []
-        for message in messages[keep:]:
-            payloads: dict[int, _Part] = {}
-            added.append(writer.compact_message(_plain(message, payloads), payloads))
+        before, found = current.sent  # the body's messages, as a rule these: their parts as the body found them
+        known = found if before == messages else _known(messages, current.sent)  # (each checked where it is used)
+        new = known[keep:]  # None: a message without a content list, nothing to make plain
+        added = writer.compact_messages([m if p is None else _plain(m, p) for m, p in zip(messages[keep:], new)], new)
     current.calls += 1
     if isinstance(tools, list):
         request["tools"] = _tools_ref(current, writer, tools)
@@ -249,20 +241,16 @@ def _record(current: Scope, request: dict[str, Any], response: Any, failure: dic
     record = {"episode": current.episode, "role": current.role, "sid": sid, "round": current.calls, "keep": keep,
               "request": request, "add": added, "response": response, **(failure or {})}
     try:
-        line = writer.line(record)
+        writer.write(record)
     except TypeError:  # the request was sent as JSON: what JSON cannot carry came with the response
         record["response"] = _mended_response(response)
-        line = writer.line(record)
-    if current.lines is not None:
-        current.lines.append(line)
-    else:  # the scope ended before the call did
-        writer.write_lines([line])
+        writer.write(record)
 
 
 def _first_sid(current: Scope) -> str:
     """The scope's id (12 random hex digits: unique across the processes and resumes writing one calls.jsonl),
     made with its first call line (`_record` runs under `_LOCK`: calls of one scope may end in other threads)."""
-    current.sid = secrets.token_hex(6)
+    current.sid = os.urandom(6).hex()  # (what `secrets.token_hex` reads, without its three layers of calls)
     return current.sid
 
 
@@ -342,25 +330,33 @@ def shared_part(key: Hashable) -> orjson.Fragment | None:
     shared = _SHARED_PARTS.get(key)
     if shared is None:
         return None
-    _PARTS.put(id(shared.fragment), shared)  # the recorder takes its value back again (and `body_pieces` its bytes)
+    if _PARTS.get(id(shared.fragment)) is not shared:  # the recorder takes its value back (and `body_pieces` its bytes)
+        _PARTS.put(id(shared.fragment), shared)
     return shared.fragment
 
 
 def body_pieces(params: dict[str, Any]) -> list[bytes]:
     """The JSON body of `params` (`orjson.dumps(params)`, byte for byte once joined) as pieces: the large parts made
     by `serialised_part` inside messages' contents go as their own bytes, between the JSON around them, so a request
-    showing a 15 MB photo is not copied into a 15 MB body of its own (and its memory found) at every round."""
+    showing a 15 MB photo is not copied into a 15 MB body of its own (and its memory found) at every round. In a
+    scope, the parts of the messages the previous body sent already are not looked for again (`_known`)."""
     pieces: list[bytes] = []
     messages = params.get("messages") or []
+    current = _SCOPE.get()
+    if current is None:
+        known = [_known_parts(message) for message in messages]
+    else:
+        known = _known(messages, current.sent)
+        current.sent = (messages[:], known)
     marked_messages = None  # `messages` with the places of the pieces marked, once one is found
-    for index, message in enumerate(messages):
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, list):
+    for index, parts in enumerate(known):
+        if not parts:
             continue
+        message = messages[index]
+        content = message["content"]
         marked = None
-        for at, part in enumerate(content):
-            entry = _PARTS.get(id(part)) if isinstance(part, orjson.Fragment) else None
-            if entry is not None and entry.fragment is part and len(entry.data) >= PIECE:
+        for at, entry in parts.items():
+            if len(entry.data) >= PIECE and content[at] is entry.fragment:  # (an equal message: the same parts)
                 pieces.append(entry.data)
                 marked = marked or list(content)
                 marked[at] = _MARK  # a NUL byte: never in orjson's output, the place of the piece
@@ -371,6 +367,35 @@ def body_pieces(params: dict[str, Any]) -> list[bytes]:
     if len(around) != len(pieces) + 1:  # no piece, or a NUL byte in a part that claimed to be JSON: all in one
         return [orjson.dumps(params)]
     return [piece for pair in zip(around, [*pieces, b""]) for piece in pair if piece]
+
+
+def _known(messages: list[Any], sent: "tuple[list[Any], list[dict[int, _Part] | None]]") \
+        -> list[dict[int, _Part] | None]:
+    """`_known_parts` of each message, those of the leading messages equal to the ones `sent` (the scope's previous
+    body: a conversation grows by appending) taken from it instead of looked for again. Equal contents hold the very
+    same parts (a Fragment equals itself only); a message sent again as the same object with parts is looked at
+    again, in case it was changed in place since."""
+    before, parts = sent
+    keep = 0
+    for old, new in zip(before, messages):
+        if old != new or (old is new and parts[keep]):
+            break
+        keep += 1
+    return parts[:keep] + [_known_parts(message) for message in messages[keep:]]
+
+
+def _known_parts(message: Any) -> dict[int, _Part] | None:
+    """The parts of `message`'s content list made by `serialised_part` (by index), found by their Fragments; None for
+    a message without a content list."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return None
+    parts = {}
+    for at, part in enumerate(content):
+        entry = _PARTS.get(id(part)) if isinstance(part, orjson.Fragment) else None
+        if entry is not None and entry.fragment is part:  # else not ours (an id reused)
+            parts[at] = entry
+    return parts
 
 
 _MARK = orjson.Fragment(b"\0")
@@ -388,26 +413,32 @@ def _image_part(part: orjson.Fragment) -> dict[str, Any] | None:
     return {"type": "image_url", "image_url": {"url": url.decode("ascii")}}
 
 
-def _plain(message: Any, payloads: dict[int, _Part] | None = None) -> Any:
+def _plain(message: Any, parts: dict[int, _Part] | None = None) -> Any:
     """A message that serialises as `message` does, with a content list as the plain JSON values its serialisation
-    carries (pre-serialised parts taken back from `serialised_part`, else image parts read by `_image_part`, else
-    parsed), so that the sink sees its image parts; any other message as it is. `payloads`, when given, gets the parts
-    of the content (by index) made by `serialised_part` with a payload."""
+    carries, so that the sink sees its image parts: its `parts` made by `serialised_part` (`_known_parts` when not
+    given) taken back as the values they were made from, other Fragments that are image parts read by `_image_part`,
+    dict parts as they are; when anything else is left (another Fragment, a value other than a dict), the message
+    parsed back from its JSON with those values put in. Any other message as it is."""
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
         return message
-    fast = {}
+    parts = (_known_parts(message) or {}) if parts is None else parts
+    values, unread = list(content), False
     for at, part in enumerate(content):
-        if not isinstance(part, orjson.Fragment):
-            continue
-        entry = _PARTS.get(id(part))
-        entry = entry if entry is not None and entry.fragment is part else None  # else not ours (an id reused)
-        if entry is not None and entry.payload is not None and payloads is not None:
-            payloads[at] = entry
-        value = (entry.value if entry is not None else None) or _image_part(part)
-        if value is not None:
-            fast[at] = value
-    plain = orjson.loads(orjson.dumps({**message, "content": [None if i in fast else p for i, p in enumerate(content)]}))
-    for at, value in fast.items():
-        plain["content"][at] = value
+        if isinstance(part, orjson.Fragment):
+            entry = parts.get(at)
+            value = entry.value if entry is not None and entry.fragment is part else _image_part(part)
+            if value is None:
+                unread = True
+            else:
+                values[at] = value
+        elif not isinstance(part, dict):
+            unread = True
+    if not unread:
+        return {**message, "content": values}
+    taken = [value is not part for value, part in zip(values, content)]  # the parts not left to read back
+    plain = orjson.loads(orjson.dumps({**message, "content": [None if t else p for t, p in zip(taken, content)]}))
+    for at, value in enumerate(values):
+        if taken[at]:
+            plain["content"][at] = value
     return plain

@@ -35,9 +35,10 @@ _MIME_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "ima
 
 
 class PayloadPart(Protocol):
-    """A pre-serialised image part carrying the bytes its data URL encodes (`arena.endpoints.transcript._Part`):
-    the writer stores `payload` as it is and remembers the blob id on the part."""
+    """A pre-serialised part (`arena.endpoints.transcript._Part`): `value`, the part it was made from, and for an image
+    part the bytes its data URL encodes, which the writer stores as they are, remembering the blob id on the part."""
 
+    value: Any
     payload: bytes | None
     blob_id: str | None
 
@@ -98,8 +99,9 @@ class TranscriptWriter:
         return {"$image": part.blob_id, "prefix": head}
 
     def compact_message(self, message: Any, payloads: dict[int, "PayloadPart"] | None = None) -> Any:
-        """`message` as stored: a system message as a JSON blob, image data URLs as blobs (`payloads`: the parts,
-        by index in the content, that carry the bytes their URL encodes)."""
+        """`message` as stored: a system message as a JSON blob, image data URLs as blobs (`payloads`: pre-serialised
+        parts by index in the content; a part that is the `value` of its entry, whose `payload` is not None, is
+        stored from the bytes its URL encodes)."""
         if not isinstance(message, dict):
             return message
         if message.get("role") == "system":
@@ -107,23 +109,32 @@ class TranscriptWriter:
         content = message.get("content")
         if not isinstance(content, list):
             return message
-        parts = []
+        parts = list(content)
         for i, part in enumerate(content):
-            image = part.get("image_url") if isinstance(part, dict) else None
+            known = payloads[i] if payloads and i in payloads else None
+            if known is not None and known.value is part and known.payload is not None:  # a data URL part
+                image = part["image_url"]
+                parts[i] = {**part, "image_url": {**image, "url": self.payload_ref(known, image["url"])}}
+                continue
+            image = part["image_url"] if isinstance(part, dict) and "image_url" in part else None
             if isinstance(image, dict) and isinstance(image.get("url"), str):
-                known = payloads.get(i) if payloads else None
-                ref = self.payload_ref(known, image["url"]) if known is not None else self.image_ref(image["url"])
-                part = {**part, "image_url": {**image, "url": ref}}
-            parts.append(part)
+                parts[i] = {**part, "image_url": {**image, "url": self.image_ref(image["url"])}}
         return {**message, "content": parts}
 
-    def line(self, record: dict[str, Any]) -> bytes:
-        """A call record's calls.jsonl line."""
-        return orjson.dumps(record) + b"\n"
+    def compact_messages(self, messages: list[Any],
+                         payloads: "list[dict[int, PayloadPart] | None] | None" = None) -> list[Any]:
+        """`compact_message` of each message, with `payloads[i]` as its payloads when given; a None there says that
+        message holds no content list, so it is stored as it is unless it is a system message (a JSON blob)."""
+        if payloads is None:
+            return [self.compact_message(message) for message in messages]
+        return [self.compact_message(message, parts) if parts is not None
+                else self.json_ref(message) if isinstance(message, dict) and message.get("role") == "system"
+                else message for message, parts in zip(messages, payloads)]
 
-    def write_lines(self, lines: list[bytes]) -> None:
-        """Append `lines` in their order, as one write (a scope's calls, `arena.endpoints.transcript.scope`)."""
-        self.append(self.path, b"".join(lines))
+    def write(self, record: dict[str, Any]) -> None:
+        """Append a call record's calls.jsonl line; TypeError, with nothing written, for a string JSON cannot carry
+        (a lone surrogate)."""
+        self.append(self.path, orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
 
 
 

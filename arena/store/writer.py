@@ -217,29 +217,30 @@ class RunWriter:
         return self._put(COMMIT, paths, fn, args)
 
     def append(self, path: Path, line: bytes) -> None:
-        """Append one line without fsync (held until the next write is submitted, then written before it; fsynced
-        before the next durable write)."""
-        self._hold(path if isinstance(path, Path) else Path(path), line)
-
-    def append_lines(self, path: Path, lines: list[bytes]) -> None:
-        """Append several lines in order without fsync (an episode's calls.jsonl lines made in another process)."""
-        self._hold(path, b"".join(lines))
-
-    def _hold(self, path: Path, data: bytes) -> None:
+        """Append one line (or several, joined) without fsync: held until the next write is submitted, then written
+        before it; fsynced before the next durable write."""
         with self._handing:
             if self._closed:
                 raise RuntimeError("the run writer is closed")
-            self._held.append((path, data))
-            self._held_bytes += len(data)
+            self._held.append((path, line))
+            self._held_bytes += len(line)
             full = self._held_bytes >= LINES_HELD
         if full:
             self._queue_after_held(None)
 
+    def append_lines(self, path: Path, lines: list[bytes]) -> None:
+        """Append several lines in order without fsync (an episode's calls.jsonl lines made in another process)."""
+        self.append(path, b"".join(lines))
+
     def _append_held(self, held: list[tuple[Path, bytes]]) -> None:
-        """Write held lines, those of each file in one append, in the order they were appended."""
+        """Write held lines, those of each file in one append, in the order they were appended (grouped here, on the
+        writer's thread, not by the appending threads)."""
         by_path: dict[Path, list[bytes]] = {}
+        last, chunks = None, []
         for path, data in held:
-            by_path.setdefault(path, []).append(data)
+            if path is not last:  # (a run of lines to one path object: its list looked up once)
+                last, chunks = path, by_path.setdefault(path, [])
+            chunks.append(data)
         for path, chunks in by_path.items():
             try:
                 self.files.append(path, b"".join(chunks))

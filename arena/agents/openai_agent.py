@@ -43,6 +43,7 @@ import json
 import logging
 import mimetypes
 import weakref
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
@@ -71,6 +72,8 @@ ASK_FOR_ANSWER = ("Your reply has neither a tool call nor an answer inside <answ
 NOT_AN_ANSWER = ("your reply has neither a tool call nor an answer inside <answer></answer>, so it is not a final "
                  "answer (a tool call the server could not read is dropped): call a tool, or give your final answer "
                  "inside <answer></answer>")
+ELIDED_TOKENS = 8  # a text or image left out, as the turn's token estimate counts its placeholder
+NOTHING_LEFT_OUT = Elision()  # (never modified)
 logger = logging.getLogger(__name__)
 
 
@@ -84,6 +87,21 @@ def _image_tokens(size: tuple[int, int], factor: int, min_pixels: int, max_pixel
     transcript counts each image in context every turn: the same few sizes again and again)."""
     h, w = smart_resize(size[1], size[0], factor, min_pixels, max_pixels)
     return (h * w) // (factor * factor)
+
+
+@dataclass(eq=False)
+class _Rendered:
+    """An episode's transcript as its last turn without limits built it: the head (system and user messages) and
+    what decided it, the steps rendered (the Step objects themselves) and their messages, and the token estimate
+    and images of it all. A step is complete when the next turn is played and not changed after, so the next turn
+    renders only the steps played since."""
+
+    head_key: tuple[Any, ...]
+    head: list[Any]
+    steps: list[Step]
+    messages: list[Any]
+    tokens: int
+    images: int
 
 
 class OpenAIAgent(Agent):
@@ -109,6 +127,8 @@ class OpenAIAgent(Agent):
         self._system_prompts: dict[bool, tuple[tuple[Any, ...], str]] = {}
         """The last system prompt built with tools (True) and without (False), with what it was built from."""
         self._parts: weakref.WeakKeyDictionary[ContextImage, orjson.Fragment] = weakref.WeakKeyDictionary()
+        self._rendered: weakref.WeakKeyDictionary[ContextImage, _Rendered] = weakref.WeakKeyDictionary()
+        """Each episode's transcript so far (`_extended`), by the episode's first task image (an episode's own)."""
 
     async def _image_part(self, view: EpisodeView, index: int) -> orjson.Fragment:
         """The image's serialised `image_url` part, computed once per episode (per ContextImage) and shared by the
@@ -157,20 +177,97 @@ class OpenAIAgent(Agent):
         return (await self.transcript(view, self.limits.merged(self.learned)))[0]
 
     async def transcript(self, view: EpisodeView, limits: Limits) -> tuple[list[Any], InputSummary]:
-        """The transcript within `limits`, and what it holds (with the elisions made)."""
-        prompting = view.prompting
-        book = prompting.prompts
+        """The transcript within `limits`, and what it holds (with the elisions made). Without image or context
+        limits nothing is left out and each step is rendered once per episode (`_extended`)."""
         system = self._system_prompt(view)
-        question = view.task.question
         steps = [s for s in view.steps if not s.final_turn]
-        elision = Elision()
-        if limits.max_images is not None or limits.max_context_tokens is not None:
-            fixed = _tokens(system) + _tokens(question) + sum(_tokens(s.output) for s in steps)
-            fixed += sum(self._image_tokens(view, i) for i in range(view.n_task_images))
-            observed = [Observed(s.round, _tokens(s.observation.text if s.observation else ""),
-                                 [(i, self._image_tokens(view, i)) for i in
-                                  (s.observation.image_indices if s.observation else [])]) for s in steps]
-            elision = plan_elision(limits, view.n_task_images, fixed, observed)
+        if limits.max_images is None and limits.max_context_tokens is None:
+            rendered = await self._extended(view, system, steps)
+            messages, tokens, images, elision = [*rendered.head, *rendered.messages], rendered.tokens, \
+                rendered.images, NOTHING_LEFT_OUT
+        else:
+            messages, tokens, images, elision = await self._within_limits(view, limits, system, steps)
+        if view.final_turn:
+            book = view.prompting.prompts
+            messages.append({"role": "user", "content": book.format(FINAL_T, max_rounds=view.budget.max_rounds)})
+        summary = InputSummary(messages=len(messages), images=images, token_estimate=tokens,
+                               elided_images=sorted(elision.images), elided_texts=sorted(elision.texts),
+                               elision_reason=elision.reason)
+        return messages, summary
+
+    async def _extended(self, view: EpisodeView, system: str, steps: list[Step]) -> _Rendered:
+        """The episode's transcript with nothing left out: the one kept from its last turn (`_Rendered`, found by
+        the episode's first task image) with the steps played since rendered and added, or, when the head or any
+        step it rendered is not the view's own (another system prompt in the final turn, another episode), built
+        again from the start."""
+        anchor = view.images[0] if view.n_task_images else None
+        head_key = (view.task, view.prompting, system, bool(view.tools), view.images[1:view.n_task_images])
+        kept = self._rendered.get(anchor) if anchor is not None else None
+        if kept is not None and kept.head_key == head_key and len(kept.steps) <= len(steps):
+            for rendered, step in zip(kept.steps, steps):
+                if rendered is not step:
+                    kept = None
+                    break
+        else:
+            kept = None
+        if kept is None:
+            kept = _Rendered(head_key, await self._head(view, system), [], [], self._head_tokens(view, system),
+                             view.n_task_images)
+            if anchor is not None:
+                self._rendered[anchor] = kept
+        for step in steps[len(kept.steps):]:
+            kept.messages.extend(await self._step_messages(view, step, NOTHING_LEFT_OUT))
+            tokens, images = self._step_size(view, step)
+            kept.tokens += tokens
+            kept.images += images
+            kept.steps.append(step)
+        return kept
+
+    async def _within_limits(self, view: EpisodeView, limits: Limits, system: str,
+                             steps: list[Step]) -> tuple[list[Any], int, int, Elision]:
+        """The transcript with old returned images and observation texts left out to fit `limits`
+        (`plan_elision`), its token estimate and images, and the elision made."""
+        fixed = self._head_tokens(view, system) + sum(_tokens(s.output) for s in steps)
+        observed = [Observed(s.round, _tokens(s.observation.text if s.observation else ""),
+                             [(i, self._image_tokens(view, i)) for i in
+                              (s.observation.image_indices if s.observation else [])]) for s in steps]
+        elision = plan_elision(limits, view.n_task_images, fixed, observed)
+        messages = await self._head(view, system)
+        for step in steps:
+            messages.extend(await self._step_messages(view, step, elision))
+        tokens, images = fixed, view.n_task_images
+        for seen in observed:
+            tokens += ELIDED_TOKENS if seen.round in elision.texts else seen.text_tokens
+            for index, image_tokens in seen.images:
+                if index in elision.images:
+                    tokens += ELIDED_TOKENS
+                else:
+                    images += 1
+                    tokens += image_tokens
+        return messages, tokens, images, elision
+
+    def _head_tokens(self, view: EpisodeView, system: str) -> int:
+        """The token estimate of the system prompt, the question and the task images."""
+        tokens = _tokens(system) + _tokens(view.task.question)
+        for i in range(view.n_task_images):
+            tokens += self._image_tokens(view, i)
+        return tokens
+
+    def _step_size(self, view: EpisodeView, step: Step) -> tuple[int, int]:
+        """The token estimate of a step shown in full (its output, observation text and images), and its images."""
+        observation = step.observation
+        if observation is None:
+            return _tokens(step.output), 0
+        tokens = _tokens(step.output) + _tokens(observation.text)
+        for i in observation.image_indices:
+            tokens += self._image_tokens(view, i)
+        return tokens, len(observation.image_indices)
+
+    async def _head(self, view: EpisodeView, system: str) -> list[Any]:
+        """The system message (when there are tools, or the layout asks for one) and the user message: the task
+        images and the question."""
+        prompting = view.prompting
+        question = view.task.question
         # A suite's published request layout (suites/*/protocol.py): "Image i:" labels before the task images, the
         # question sent as is (no format instruction, nothing stripped), no system message when there are no tools.
         layout = view.task.layout
@@ -188,34 +285,13 @@ class OpenAIAgent(Agent):
             text = question
         else:
             instruction = prompting.format_instruction if prompting.format_instruction is not None \
-                else book.format(FORMAT_T)
+                else prompting.prompts.format(FORMAT_T)
             text = f"{question}\n\n{instruction}".strip()
         user.append({"type": "text", "text": text})
         messages: list[Any] = [{"role": "user", "content": user}]
         if view.tools or layout.system_message:
             messages.insert(0, {"role": "system", "content": system})
-        for step in steps:
-            messages.extend(await self._step_messages(view, step, elision))
-        if view.final_turn:
-            messages.append({"role": "user", "content": book.format(FINAL_T, max_rounds=view.budget.max_rounds)})
-        images = view.n_task_images
-        tokens = _tokens(system) + _tokens(question)
-        for i in range(images):
-            tokens += self._image_tokens(view, i)
-        for step in steps:
-            obs = step.observation
-            tokens += _tokens(step.output)
-            tokens += 8 if step.round in elision.texts else _tokens(obs.text if obs else "")
-            for i in obs.image_indices if obs else []:
-                if i in elision.images:
-                    tokens += 8
-                else:
-                    images += 1
-                    tokens += self._image_tokens(view, i)
-        summary = InputSummary(messages=len(messages), images=images, token_estimate=tokens,
-                               elided_images=sorted(elision.images), elided_texts=sorted(elision.texts),
-                               elision_reason=elision.reason)
-        return messages, summary
+        return messages
 
     def _system_prompt(self, view: EpisodeView) -> str:
         """The episode's system prompt, built again only when what decides it changed since the last turn with (or

@@ -191,7 +191,8 @@ class OpenAIAgent(Agent):
             book = view.prompting.prompts
             messages.append({"role": "user", "content": book.format(FINAL_T, max_rounds=view.budget.max_rounds)})
         summary = InputSummary(messages=len(messages), images=images, token_estimate=tokens,
-                               elided_images=sorted(elision.images), elided_texts=sorted(elision.texts),
+                               elided_images=sorted(elision.images) if elision.images else [],
+                               elided_texts=sorted(elision.texts) if elision.texts else [],
                                elision_reason=elision.reason)
         return messages, summary
 
@@ -500,19 +501,20 @@ class OpenAIAgent(Agent):
         (a name, arguments or id of any type) is data: an invalid turn whose error names the field."""
         call = response.tool_calls[0]
         name, raw, call_id = call["name"], call["arguments"] or "{}", call["id"]
-        common = dict(output=response.content, tool=name if isinstance(name, str) else None,
+        named, raw_text = isinstance(name, str), isinstance(raw, str)
+        common = dict(output=response.content, tool=name if named else None,
                       call_id=call_id if isinstance(call_id, str) else json.dumps(call_id, default=str),
-                      raw_call=raw if isinstance(raw, str) else json.dumps(raw, default=str),
+                      raw_call=raw if raw_text else json.dumps(raw, default=str),
                       reasoning=response.reasoning, ignored_calls=len(response.tool_calls) - 1,
                       usage=response.usage, input=summary, finish_reason=response.finish_reason,
                       provider_fields=response.provider_fields)
-        if not isinstance(name, str) or not name:
+        if not named or not name:
             return AgentTurn(action="invalid", error=tool_name_problem(name), **common)
-        problem = json_text_problem(raw, f"the arguments of {name}") if isinstance(raw, str) else None
+        problem = json_text_problem(raw, f"the arguments of {name}") if raw_text else None
         if problem:
             return AgentTurn(action="invalid", error=f"{problem}; write a smaller call", **common)
         try:
-            arguments = json.loads(raw) if isinstance(raw, str) else raw
+            arguments = json.loads(raw) if raw_text else raw
         except json.JSONDecodeError as exc:
             error = CUT_AT_LIMIT if response.finish_reason == "length" else (
                 f"the arguments of {name} are not valid JSON ({exc.msg} at line {exc.lineno} column "

@@ -103,6 +103,15 @@ class _Rendered:
     tokens: int
     images: int
 
+    def leads_to(self, head_key: tuple[Any, ...], steps: list[Step]) -> bool:
+        """Whether this is the start of the transcript of a view with this head and these steps (the same objects)."""
+        if self.head_key != head_key or len(self.steps) > len(steps):
+            return False
+        for rendered, step in zip(self.steps, steps):
+            if rendered is not step:
+                return False
+        return True
+
 
 class OpenAIAgent(Agent):
     def __init__(self, endpoint: EndpointConfig, tool_mode: Literal["xml", "native"] = "xml",
@@ -127,6 +136,8 @@ class OpenAIAgent(Agent):
         self._system_prompts: dict[bool, tuple[tuple[Any, ...], str]] = {}
         """The last system prompt built with tools (True) and without (False), with what it was built from."""
         self._parts: weakref.WeakKeyDictionary[ContextImage, orjson.Fragment] = weakref.WeakKeyDictionary()
+        self._schemas: tuple[tuple[Any, ...], list[dict[str, Any]]] = ((), [])
+        """The tools of the last native request, and their schemas (`_native_tools`)."""
         self._rendered: weakref.WeakKeyDictionary[ContextImage, _Rendered] = weakref.WeakKeyDictionary()
         """Each episode's transcript so far (`_extended`), by the episode's first task image (an episode's own)."""
 
@@ -204,14 +215,7 @@ class OpenAIAgent(Agent):
         anchor = view.images[0] if view.n_task_images else None
         head_key = (view.task, view.prompting, system, bool(view.tools), view.images[1:view.n_task_images])
         kept = self._rendered.get(anchor) if anchor is not None else None
-        if kept is not None and kept.head_key == head_key and len(kept.steps) <= len(steps):
-            for rendered, step in zip(kept.steps, steps):
-                if rendered is not step:
-                    kept = None
-                    break
-        else:
-            kept = None
-        if kept is None:
+        if kept is None or not kept.leads_to(head_key, steps):
             kept = _Rendered(head_key, await self._head(view, system), [], [], self._head_tokens(view, system),
                              view.n_task_images)
             if anchor is not None:
@@ -418,7 +422,8 @@ class OpenAIAgent(Agent):
         max_tokens = self.config.max_tokens or sampling.get("max_tokens") or 0
         for _ in range(4):
             messages, summary = await self.transcript(view, limits)
-            messages, summary = await self._within_bytes(view, limits, tools, messages, summary)
+            if limits.max_request_bytes is not None:
+                messages, summary = await self._within_bytes(view, limits, tools, messages, summary)
             try:
                 return await self.endpoint.chat(messages + (extra or []), tools=tools, **sampling), summary
             except RejectedError as exc:
@@ -451,7 +456,7 @@ class OpenAIAgent(Agent):
         return turn
 
     async def _act(self, view: EpisodeView) -> AgentTurn:
-        native_tools = [t.cached_schema() for t in view.tools] if self.tool_mode == "native" and view.tools else None
+        native_tools = self._native_tools(view) if self.tool_mode == "native" and view.tools else None
         response, summary = await self._request(view, native_tools)
         usage = response.usage
         if self.strict_answers and not view.final_turn and not response.tool_calls and \
@@ -471,6 +476,14 @@ class OpenAIAgent(Agent):
         if response.tool_calls and not view.final_turn:
             return self._native_turn(response, summary)
         return self._in_answer_form(view, self._text_turn(response, parse_response(response.content), summary))
+
+    def _native_tools(self, view: EpisodeView) -> list[dict[str, Any]]:
+        """The `tools` field of a native request: the tools' schemas, listed again only when the tools change (a
+        tool's schema is its instance's for the run: `Tool.cached_schema`)."""
+        tools = tuple(view.tools)
+        if self._schemas[0] != tools:
+            self._schemas = (tools, [t.cached_schema() for t in tools])
+        return self._schemas[1]
 
     def _in_answer_form(self, view: EpisodeView, turn: AgentTurn) -> AgentTurn:
         """Native tool mode under `--protocol arena` (`Prompting.answer_form_required`), tools offered: a reply

@@ -16,9 +16,11 @@ _BRACKET = re.compile(r"[\[\]{}]")
 def json_text_problem(text: str, what: str) -> str | None:
     """Why `text` must not be handed to `json.loads` (too long, or nested deeper than
     MAX_JSON_DEPTH), or None. Linear in the length of the text; never recursive."""
-    if len(text) > MAX_ARGUMENT_CHARS:
-        return f"{what} is {len(text):,} characters long, over the limit of {MAX_ARGUMENT_CHARS:,}"
-    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:  # (strings' brackets included) too few to nest deeper
+    size = len(text)
+    if size > MAX_ARGUMENT_CHARS:
+        return f"{what} is {size:,} characters long, over the limit of {MAX_ARGUMENT_CHARS:,}"
+    # too few brackets to nest deeper (strings' brackets included), or too few characters to hold that many
+    if size <= MAX_JSON_DEPTH or text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
         return None
     depth = 0
     for match in _BRACKET.finditer(_STRING.sub('""', text)):

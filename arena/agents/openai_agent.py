@@ -212,7 +212,7 @@ class OpenAIAgent(Agent):
         the episode's first task image) with the steps played since rendered and added, or, when the head or any
         step it rendered is not the view's own (another system prompt in the final turn, another episode), built
         again from the start."""
-        anchor = view.images[0] if view.n_task_images else None
+        anchor = view.images[0] if view.n_task_images and view.images else None
         head_key = (view.task, view.prompting, system, bool(view.tools), view.images[1:view.n_task_images])
         kept = self._rendered.get(anchor) if anchor is not None else None
         if kept is None or not kept.leads_to(head_key, steps):
@@ -419,13 +419,13 @@ class OpenAIAgent(Agent):
         learned and the turn sent again."""
         limits = self.limits.merged(self.learned)
         sampling = self.published_fields(view)  # the task's published fields the agent was not given explicitly
-        max_tokens = self.config.max_tokens or sampling.get("max_tokens") or 0
         for _ in range(4):
             messages, summary = await self.transcript(view, limits)
             if limits.max_request_bytes is not None:
                 messages, summary = await self._within_bytes(view, limits, tools, messages, summary)
             try:
-                return await self.endpoint.chat(messages + (extra or []), tools=tools, **sampling), summary
+                sent = messages + extra if extra else messages  # (the transcript is a new list every turn)
+                return await self.endpoint.chat(sent, tools=tools, **sampling), summary
             except RejectedError as exc:
                 if exc.status == 413:
                     budget = learn_body_limit(exc.server_message, exc.sent_bytes or 0, self.endpoint.largest_accepted)
@@ -438,6 +438,7 @@ class OpenAIAgent(Agent):
                                    "the oldest returned images left out", self.config.where(), exc.sent_bytes, budget)
                     limits = self.limits.merged(self.learned)
                     continue
+                max_tokens = self.config.max_tokens or sampling.get("max_tokens") or 0
                 self.learned = learn_from_rejection(str(exc), exc.server_message, summary.token_estimate, max_tokens,
                                                     self.learned, limits, self.auto_limits)
                 logger.warning("%s: learned %s from the server's reply; trimming the context", self.config.where(),

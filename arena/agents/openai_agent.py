@@ -43,6 +43,7 @@ import json
 import logging
 import mimetypes
 import weakref
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
@@ -71,6 +72,8 @@ ASK_FOR_ANSWER = ("Your reply has neither a tool call nor an answer inside <answ
 NOT_AN_ANSWER = ("your reply has neither a tool call nor an answer inside <answer></answer>, so it is not a final "
                  "answer (a tool call the server could not read is dropped): call a tool, or give your final answer "
                  "inside <answer></answer>")
+ELIDED_TOKENS = 8  # a text or image left out, as the turn's token estimate counts its placeholder
+NOTHING_LEFT_OUT = Elision()  # (never modified)
 logger = logging.getLogger(__name__)
 
 
@@ -84,6 +87,30 @@ def _image_tokens(size: tuple[int, int], factor: int, min_pixels: int, max_pixel
     transcript counts each image in context every turn: the same few sizes again and again)."""
     h, w = smart_resize(size[1], size[0], factor, min_pixels, max_pixels)
     return (h * w) // (factor * factor)
+
+
+@dataclass(eq=False)
+class _Rendered:
+    """An episode's transcript as its last turn without limits built it: the head (system and user messages) and
+    what decided it, the steps rendered (the Step objects themselves) and their messages, and the token estimate
+    and images of it all. A step is complete when the next turn is played and not changed after, so the next turn
+    renders only the steps played since."""
+
+    head_key: tuple[Any, ...]
+    head: list[Any]
+    steps: list[Step]
+    messages: list[Any]
+    tokens: int
+    images: int
+
+    def leads_to(self, head_key: tuple[Any, ...], steps: list[Step]) -> bool:
+        """Whether this is the start of the transcript of a view with this head and these steps (the same objects)."""
+        if self.head_key != head_key or len(self.steps) > len(steps):
+            return False
+        for rendered, step in zip(self.steps, steps):
+            if rendered is not step:
+                return False
+        return True
 
 
 class OpenAIAgent(Agent):
@@ -109,6 +136,10 @@ class OpenAIAgent(Agent):
         self._system_prompts: dict[bool, tuple[tuple[Any, ...], str]] = {}
         """The last system prompt built with tools (True) and without (False), with what it was built from."""
         self._parts: weakref.WeakKeyDictionary[ContextImage, orjson.Fragment] = weakref.WeakKeyDictionary()
+        self._schemas: tuple[tuple[Any, ...], list[dict[str, Any]]] = ((), [])
+        """The tools of the last native request, and their schemas (`_native_tools`)."""
+        self._rendered: weakref.WeakKeyDictionary[ContextImage, _Rendered] = weakref.WeakKeyDictionary()
+        """Each episode's transcript so far (`_extended`), by the episode's first task image (an episode's own)."""
 
     async def _image_part(self, view: EpisodeView, index: int) -> orjson.Fragment:
         """The image's serialised `image_url` part, computed once per episode (per ContextImage) and shared by the
@@ -157,20 +188,91 @@ class OpenAIAgent(Agent):
         return (await self.transcript(view, self.limits.merged(self.learned)))[0]
 
     async def transcript(self, view: EpisodeView, limits: Limits) -> tuple[list[Any], InputSummary]:
-        """The transcript within `limits`, and what it holds (with the elisions made)."""
-        prompting = view.prompting
-        book = prompting.prompts
+        """The transcript within `limits`, and what it holds (with the elisions made). Without image or context
+        limits nothing is left out and each step is rendered once per episode (`_extended`)."""
         system = self._system_prompt(view)
-        question = view.task.question
         steps = [s for s in view.steps if not s.final_turn]
-        elision = Elision()
-        if limits.max_images is not None or limits.max_context_tokens is not None:
-            fixed = _tokens(system) + _tokens(question) + sum(_tokens(s.output) for s in steps)
-            fixed += sum(self._image_tokens(view, i) for i in range(view.n_task_images))
-            observed = [Observed(s.round, _tokens(s.observation.text if s.observation else ""),
-                                 [(i, self._image_tokens(view, i)) for i in
-                                  (s.observation.image_indices if s.observation else [])]) for s in steps]
-            elision = plan_elision(limits, view.n_task_images, fixed, observed)
+        if limits.max_images is None and limits.max_context_tokens is None:
+            rendered = await self._extended(view, system, steps)
+            messages, tokens, images, elision = [*rendered.head, *rendered.messages], rendered.tokens, \
+                rendered.images, NOTHING_LEFT_OUT
+        else:
+            messages, tokens, images, elision = await self._within_limits(view, limits, system, steps)
+        if view.final_turn:
+            book = view.prompting.prompts
+            messages.append({"role": "user", "content": book.format(FINAL_T, max_rounds=view.budget.max_rounds)})
+        summary = InputSummary(messages=len(messages), images=images, token_estimate=tokens,
+                               elided_images=sorted(elision.images) if elision.images else [],
+                               elided_texts=sorted(elision.texts) if elision.texts else [],
+                               elision_reason=elision.reason)
+        return messages, summary
+
+    async def _extended(self, view: EpisodeView, system: str, steps: list[Step]) -> _Rendered:
+        """The episode's transcript with nothing left out: the one kept from its last turn (`_Rendered`, found by
+        the episode's first task image) with the steps played since rendered and added, or, when the head or any
+        step it rendered is not the view's own (another system prompt in the final turn, another episode), built
+        again from the start."""
+        anchor = view.images[0] if view.n_task_images and view.images else None
+        head_key = (view.task, view.prompting, system, bool(view.tools), view.images[1:view.n_task_images])
+        kept = self._rendered.get(anchor) if anchor is not None else None
+        if kept is None or not kept.leads_to(head_key, steps):
+            kept = _Rendered(head_key, await self._head(view, system), [], [], self._head_tokens(view, system),
+                             view.n_task_images)
+            if anchor is not None:
+                self._rendered[anchor] = kept
+        for step in steps[len(kept.steps):]:
+            kept.messages.extend(await self._step_messages(view, step, NOTHING_LEFT_OUT))
+            tokens, images = self._step_size(view, step)
+            kept.tokens += tokens
+            kept.images += images
+            kept.steps.append(step)
+        return kept
+
+    async def _within_limits(self, view: EpisodeView, limits: Limits, system: str,
+                             steps: list[Step]) -> tuple[list[Any], int, int, Elision]:
+        """The transcript with old returned images and observation texts left out to fit `limits`
+        (`plan_elision`), its token estimate and images, and the elision made."""
+        fixed = self._head_tokens(view, system) + sum(_tokens(s.output) for s in steps)
+        observed = [Observed(s.round, _tokens(s.observation.text if s.observation else ""),
+                             [(i, self._image_tokens(view, i)) for i in
+                              (s.observation.image_indices if s.observation else [])]) for s in steps]
+        elision = plan_elision(limits, view.n_task_images, fixed, observed)
+        messages = await self._head(view, system)
+        for step in steps:
+            messages.extend(await self._step_messages(view, step, elision))
+        tokens, images = fixed, view.n_task_images
+        for seen in observed:
+            tokens += ELIDED_TOKENS if seen.round in elision.texts else seen.text_tokens
+            for index, image_tokens in seen.images:
+                if index in elision.images:
+                    tokens += ELIDED_TOKENS
+                else:
+                    images += 1
+                    tokens += image_tokens
+        return messages, tokens, images, elision
+
+    def _head_tokens(self, view: EpisodeView, system: str) -> int:
+        """The token estimate of the system prompt, the question and the task images."""
+        tokens = _tokens(system) + _tokens(view.task.question)
+        for i in range(view.n_task_images):
+            tokens += self._image_tokens(view, i)
+        return tokens
+
+    def _step_size(self, view: EpisodeView, step: Step) -> tuple[int, int]:
+        """The token estimate of a step shown in full (its output, observation text and images), and its images."""
+        observation = step.observation
+        if observation is None:
+            return _tokens(step.output), 0
+        tokens = _tokens(step.output) + _tokens(observation.text)
+        for i in observation.image_indices:
+            tokens += self._image_tokens(view, i)
+        return tokens, len(observation.image_indices)
+
+    async def _head(self, view: EpisodeView, system: str) -> list[Any]:
+        """The system message (when there are tools, or the layout asks for one) and the user message: the task
+        images and the question."""
+        prompting = view.prompting
+        question = view.task.question
         # A suite's published request layout (suites/*/protocol.py): "Image i:" labels before the task images, the
         # question sent as is (no format instruction, nothing stripped), no system message when there are no tools.
         layout = view.task.layout
@@ -188,34 +290,13 @@ class OpenAIAgent(Agent):
             text = question
         else:
             instruction = prompting.format_instruction if prompting.format_instruction is not None \
-                else book.format(FORMAT_T)
+                else prompting.prompts.format(FORMAT_T)
             text = f"{question}\n\n{instruction}".strip()
         user.append({"type": "text", "text": text})
         messages: list[Any] = [{"role": "user", "content": user}]
         if view.tools or layout.system_message:
             messages.insert(0, {"role": "system", "content": system})
-        for step in steps:
-            messages.extend(await self._step_messages(view, step, elision))
-        if view.final_turn:
-            messages.append({"role": "user", "content": book.format(FINAL_T, max_rounds=view.budget.max_rounds)})
-        images = view.n_task_images
-        tokens = _tokens(system) + _tokens(question)
-        for i in range(images):
-            tokens += self._image_tokens(view, i)
-        for step in steps:
-            obs = step.observation
-            tokens += _tokens(step.output)
-            tokens += 8 if step.round in elision.texts else _tokens(obs.text if obs else "")
-            for i in obs.image_indices if obs else []:
-                if i in elision.images:
-                    tokens += 8
-                else:
-                    images += 1
-                    tokens += self._image_tokens(view, i)
-        summary = InputSummary(messages=len(messages), images=images, token_estimate=tokens,
-                               elided_images=sorted(elision.images), elided_texts=sorted(elision.texts),
-                               elision_reason=elision.reason)
-        return messages, summary
+        return messages
 
     def _system_prompt(self, view: EpisodeView) -> str:
         """The episode's system prompt, built again only when what decides it changed since the last turn with (or
@@ -338,12 +419,13 @@ class OpenAIAgent(Agent):
         learned and the turn sent again."""
         limits = self.limits.merged(self.learned)
         sampling = self.published_fields(view)  # the task's published fields the agent was not given explicitly
-        max_tokens = self.config.max_tokens or sampling.get("max_tokens") or 0
         for _ in range(4):
             messages, summary = await self.transcript(view, limits)
-            messages, summary = await self._within_bytes(view, limits, tools, messages, summary)
+            if limits.max_request_bytes is not None:
+                messages, summary = await self._within_bytes(view, limits, tools, messages, summary)
             try:
-                return await self.endpoint.chat(messages + (extra or []), tools=tools, **sampling), summary
+                sent = messages + extra if extra else messages  # (the transcript is a new list every turn)
+                return await self.endpoint.chat(sent, tools=tools, **sampling), summary
             except RejectedError as exc:
                 if exc.status == 413:
                     budget = learn_body_limit(exc.server_message, exc.sent_bytes or 0, self.endpoint.largest_accepted)
@@ -356,6 +438,7 @@ class OpenAIAgent(Agent):
                                    "the oldest returned images left out", self.config.where(), exc.sent_bytes, budget)
                     limits = self.limits.merged(self.learned)
                     continue
+                max_tokens = self.config.max_tokens or sampling.get("max_tokens") or 0
                 self.learned = learn_from_rejection(str(exc), exc.server_message, summary.token_estimate, max_tokens,
                                                     self.learned, limits, self.auto_limits)
                 logger.warning("%s: learned %s from the server's reply; trimming the context", self.config.where(),
@@ -374,7 +457,7 @@ class OpenAIAgent(Agent):
         return turn
 
     async def _act(self, view: EpisodeView) -> AgentTurn:
-        native_tools = [t.cached_schema() for t in view.tools] if self.tool_mode == "native" and view.tools else None
+        native_tools = self._native_tools(view) if self.tool_mode == "native" and view.tools else None
         response, summary = await self._request(view, native_tools)
         usage = response.usage
         if self.strict_answers and not view.final_turn and not response.tool_calls and \
@@ -394,6 +477,14 @@ class OpenAIAgent(Agent):
         if response.tool_calls and not view.final_turn:
             return self._native_turn(response, summary)
         return self._in_answer_form(view, self._text_turn(response, parse_response(response.content), summary))
+
+    def _native_tools(self, view: EpisodeView) -> list[dict[str, Any]]:
+        """The `tools` field of a native request: the tools' schemas, listed again only when the tools change (a
+        tool's schema is its instance's for the run: `Tool.cached_schema`)."""
+        tools = tuple(view.tools)
+        if self._schemas[0] != tools:
+            self._schemas = (tools, [t.cached_schema() for t in tools])
+        return self._schemas[1]
 
     def _in_answer_form(self, view: EpisodeView, turn: AgentTurn) -> AgentTurn:
         """Native tool mode under `--protocol arena` (`Prompting.answer_form_required`), tools offered: a reply
@@ -424,19 +515,20 @@ class OpenAIAgent(Agent):
         (a name, arguments or id of any type) is data: an invalid turn whose error names the field."""
         call = response.tool_calls[0]
         name, raw, call_id = call["name"], call["arguments"] or "{}", call["id"]
-        common = dict(output=response.content, tool=name if isinstance(name, str) else None,
+        named, raw_text = isinstance(name, str), isinstance(raw, str)
+        common = dict(output=response.content, tool=name if named else None,
                       call_id=call_id if isinstance(call_id, str) else json.dumps(call_id, default=str),
-                      raw_call=raw if isinstance(raw, str) else json.dumps(raw, default=str),
+                      raw_call=raw if raw_text else json.dumps(raw, default=str),
                       reasoning=response.reasoning, ignored_calls=len(response.tool_calls) - 1,
                       usage=response.usage, input=summary, finish_reason=response.finish_reason,
                       provider_fields=response.provider_fields)
-        if not isinstance(name, str) or not name:
+        if not named or not name:
             return AgentTurn(action="invalid", error=tool_name_problem(name), **common)
-        problem = json_text_problem(raw, f"the arguments of {name}") if isinstance(raw, str) else None
+        problem = json_text_problem(raw, f"the arguments of {name}") if raw_text else None
         if problem:
             return AgentTurn(action="invalid", error=f"{problem}; write a smaller call", **common)
         try:
-            arguments = json.loads(raw) if isinstance(raw, str) else raw
+            arguments = json.loads(raw) if raw_text else raw
         except json.JSONDecodeError as exc:
             error = CUT_AT_LIMIT if response.finish_reason == "length" else (
                 f"the arguments of {name} are not valid JSON ({exc.msg} at line {exc.lineno} column "

@@ -16,9 +16,11 @@ _BRACKET = re.compile(r"[\[\]{}]")
 def json_text_problem(text: str, what: str) -> str | None:
     """Why `text` must not be handed to `json.loads` (too long, or nested deeper than
     MAX_JSON_DEPTH), or None. Linear in the length of the text; never recursive."""
-    if len(text) > MAX_ARGUMENT_CHARS:
-        return f"{what} is {len(text):,} characters long, over the limit of {MAX_ARGUMENT_CHARS:,}"
-    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:  # (strings' brackets included) too few to nest deeper
+    size = len(text)
+    if size > MAX_ARGUMENT_CHARS:
+        return f"{what} is {size:,} characters long, over the limit of {MAX_ARGUMENT_CHARS:,}"
+    # too few brackets to nest deeper (strings' brackets included), or too few characters to hold that many
+    if size <= MAX_JSON_DEPTH or text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
         return None
     depth = 0
     for match in _BRACKET.finditer(_STRING.sub('""', text)):
@@ -43,24 +45,29 @@ def clean_value(value: Any, field: str, notes: list[str], depth: int = 0) -> Any
     rebuilt, every other value kept as it is. Raises ValueError when it nests deeper than MAX_JSON_DEPTH."""
     if depth > MAX_JSON_DEPTH:
         raise ValueError(f"{field} is nested deeper than {MAX_JSON_DEPTH} levels of JSON arrays/objects")
-    kind = type(value)  # (a dict or list told by its exact type, the common case; a subclass by isinstance below)
-    if kind is not dict and kind is not list and isinstance(value, str):
-        return clean_text(value, field, notes)
+    kind = type(value)  # the exact type first (no call), then isinstance for subclasses
+    if kind in _NO_TEXT:
+        return value
     # a plain key, scalar or string without surrogates, the common case, is taken here rather than in a call of its
     # own (past the depth limit every item goes through the call, which refuses it)
     kept = _KEPT if depth < MAX_JSON_DEPTH else ()
-    if kind is dict or kind is not list and isinstance(value, dict):
+    if kind is dict or (kind is not list and isinstance(value, dict)):
         out = {}
         for key, item in value.items():
             key = key if type(key) is str and not _SURROGATE.search(key) else clean_text(str(key), field, notes)
             out[key] = item if type(item) in kept and (type(item) is not str or not _SURROGATE.search(item)) \
                 else clean_value(item, field, notes, depth + 1)
         return out
-    if kind is list or isinstance(value, (list, tuple)):
+    if kind is list or kind is tuple or isinstance(value, (list, tuple)):
+        if kept and _NO_TEXT.issuperset(map(type, value)):  # numbers, booleans and nulls only: nothing to clean
+            return list(value)
         return [item if type(item) in kept and (type(item) is not str or not _SURROGATE.search(item))
                 else clean_value(item, field, notes, depth + 1) for item in value]
+    if isinstance(value, str):
+        return clean_text(value, field, notes)
     return value
 
 
 _KEPT = frozenset((str, int, float, bool, type(None)))
 """The types of the items `clean_value` looks at in place (exact types: a subclass takes the general path)."""
+_NO_TEXT = _KEPT - {str}

@@ -60,18 +60,15 @@ class CeilingWatch:
             if cut:
                 self.cut_turns += 1
                 self.cut_example = self.cut_example or (served, estimate, self.ratio or 0.0)
-            elif estimate >= MIN_ESTIMATE and (self.ratio is None or served / estimate > self.ratio):
-                self.ratio = max(self.ratio or 0.0, served / estimate)  # (only when it grows)
-            if served not in self.reported:  # (a server's count repeats turn after turn at its ceiling)
-                self.reported.add(served)
+            elif estimate >= MIN_ESTIMATE:
+                self.ratio = max(self.ratio or 0.0, served / estimate)
+            self.reported.add(served)
             if served > self.top:
                 self.top, self.turns_at_top, self.least, self.grown = served, 0, estimate, 0
             if served == self.top:
                 self.turns_at_top += 1
-                if self.least is None or estimate < self.least:
-                    self.least = estimate
-                if estimate > self.grown:
-                    self.grown = estimate
+                self.least = estimate if self.least is None else min(self.least, estimate)
+                self.grown = max(self.grown, estimate)
             return cut
 
     def cut_to(self, turns: int = 2, margin: float = MARGIN) -> bool:

@@ -123,13 +123,10 @@ class TranscriptWriter:
 
     def compact_messages(self, messages: list[Any],
                          payloads: "list[dict[int, PayloadPart] | None] | None" = None) -> list[Any]:
-        """`compact_message` of each message, with `payloads[i]` as its payloads when given; a None there says that
-        message holds no content list, so it is stored as it is unless it is a system message (a JSON blob)."""
+        """`compact_message` of each message, with `payloads[i]` as its payloads when given."""
         if payloads is None:
             return [self.compact_message(message) for message in messages]
-        return [self.compact_message(message, parts) if parts is not None
-                else self.json_ref(message) if isinstance(message, dict) and message.get("role") == "system"
-                else message for message, parts in zip(messages, payloads)]
+        return [self.compact_message(message, parts) for message, parts in zip(messages, payloads)]
 
     def write(self, record: dict[str, Any]) -> None:
         """Append a call record's calls.jsonl line; TypeError, with nothing written, for a string JSON cannot carry

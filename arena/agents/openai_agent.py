@@ -202,8 +202,7 @@ class OpenAIAgent(Agent):
             book = view.prompting.prompts
             messages.append({"role": "user", "content": book.format(FINAL_T, max_rounds=view.budget.max_rounds)})
         summary = InputSummary(messages=len(messages), images=images, token_estimate=tokens,
-                               elided_images=sorted(elision.images) if elision.images else [],
-                               elided_texts=sorted(elision.texts) if elision.texts else [],
+                               elided_images=sorted(elision.images), elided_texts=sorted(elision.texts),
                                elision_reason=elision.reason)
         return messages, summary
 

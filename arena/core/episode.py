@@ -125,16 +125,10 @@ class _Run:
             turn = dataclasses.replace(turn, action=parsed.kind, tool=parsed.tool, arguments=parsed.arguments,
                                        raw_call=parsed.raw_call, answer=parsed.answer, error=parsed.error,
                                        ignored_calls=parsed.ignored_calls)
-        notes: list[str] = []
-        for note in turn.notes or ():
-            if note := clean_text(note if len(note) <= 2048 else clip(note, 2048), "note", []):
-                notes.append(note)
+        notes: list[str] = [n for n in (clean_text(clip(n, 2048), "note", []) for n in turn.notes) if n]
 
         def text(value: str | None, name: str, limit: int = 65_536) -> str | None:
-            """`value` clipped to `limit` (`clip`) and cleaned (`clean_text`); None stays None."""
-            if value is None:
-                return None
-            return clean_text(value if len(value) <= limit else clip(value, limit), name, notes)
+            return clean_text(clip(value, limit), name, notes)
 
         action, arguments, error = turn.action, None, text(turn.error, "error", 8192)
         try:

@@ -211,13 +211,13 @@ def _check_numbers(tool: str, value: dict[str, Any] | list[Any], where: str) -> 
         kind = type(item)
         if kind is str or (kind is float or kind is int) and -MAX_ARGUMENT_NUMBER <= item <= MAX_ARGUMENT_NUMBER:
             continue  # (the common items, told by their exact type; any other goes through the checks below)
+        at = f"{where}.{key}" if named else f"{where}[{key}]"
         if isinstance(item, (dict, list)):
-            _check_numbers(tool, item, f"{where}.{key}" if named else f"{where}[{key}]")
+            _check_numbers(tool, item, at)
         elif isinstance(item, (int, float)) and not isinstance(item, bool) and not abs(item) <= MAX_ARGUMENT_NUMBER:
             problem = "is a non-finite number" if isinstance(item, float) and not math.isfinite(item) else "is too large"
-            raise ToolArgumentError(f"invalid arguments for {tool}: {where}{f'.{key}' if named else f'[{key}]'} "
-                                    f"{problem} ({str(item)[:24]}; numbers in tool arguments must be finite and at "
-                                    f"most {MAX_ARGUMENT_NUMBER:g} in magnitude)")
+            raise ToolArgumentError(f"invalid arguments for {tool}: {at} {problem} ({str(item)[:24]}; numbers in tool "
+                                    f"arguments must be finite and at most {MAX_ARGUMENT_NUMBER:g} in magnitude)")
 
 
 _PARAMETERS: dict[type[BaseModel], bytes] = {}

@@ -19,6 +19,7 @@ never in a loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import json
@@ -338,6 +339,9 @@ def status_error(status: int, body: bytes, headers: Mapping[str, str], limit: in
     return RejectedError(text, status=status, server_message=message, code=code)
 
 
+_UNLIMITED = contextlib.nullcontext()  # the slots of an endpoint without `max_parallel`
+
+
 class Endpoint:
     """Chat completions from one configured endpoint. What follows from the config alone (the URL, the sampling
     fields, `config.where()`) is worked out once, when the Endpoint is made."""
@@ -354,8 +358,7 @@ class Endpoint:
         self._sampling = {"temperature": None if self._reasoning_model else config.temperature,
                           token_param: config.max_tokens, "reasoning_effort": config.reasoning_effort}
         self._pool: HTTPPool | None = None
-        # (None: no `max_parallel`, nothing to wait for)
-        self._slots = asyncio.Semaphore(config.max_parallel) if config.max_parallel else None
+        self._slots = asyncio.Semaphore(config.max_parallel) if config.max_parallel else _UNLIMITED
         self.answered = False  # the server answered a request of this endpoint (any status)
         self.largest_accepted = 0  # bytes of the largest request body the server answered with a completion
 
@@ -396,11 +399,8 @@ class Endpoint:
             while True:
                 attempts += 1
                 try:
-                    if self._slots is None:
+                    async with self._slots:
                         reply, data = await self._post(body)
-                    else:
-                        async with self._slots:
-                            reply, data = await self._post(body)
                 except UnreachableEndpointError:
                     now = time.monotonic()
                     unreachable_since = unreachable_since if unreachable_since is not None else now

@@ -428,7 +428,7 @@ class _Connection(asyncio.Protocol):
                 return
             if status in (204, 304):
                 self._length = 0
-            elif "transfer-encoding" in headers and "chunked" in headers["transfer-encoding"].lower():
+            elif "chunked" in headers.get("transfer-encoding", "").lower():
                 self._length = -1
             elif "content-length" in headers:
                 try:
@@ -478,7 +478,7 @@ class _Connection(asyncio.Protocol):
 
     def _keep_alive(self) -> bool:
         _, version, headers = self._head  # type: ignore[misc]
-        connection = headers["connection"].lower() if "connection" in headers else ""
+        connection = headers.get("connection", "").lower()
         if version == "HTTP/1.0":
             return "keep-alive" in connection
         return "close" not in connection
@@ -547,8 +547,8 @@ class HTTPPool:
         head = f"{self._head}Content-Length: {sum(map(len, body))}\r\n\r\n".encode("latin-1")
         fresh = False
         while True:
-            idle = self._idle  # most requests: the connection used last is free and open, nothing to wait for
-            connection = idle.pop() if idle and not fresh and not idle[-1].closed else await self._acquire(fresh)
+            # most requests: the connection used last is free and open, nothing to wait for
+            connection = (None if fresh else self._take_idle()) or await self._acquire()
             reused = connection.answered_before
             try:
                 response = await connection.request(head, body)
@@ -572,12 +572,17 @@ class HTTPPool:
         self._idle.clear()
 
     # pool
-    async def _acquire(self, fresh: bool = False) -> _Connection:
-        while self._idle and not fresh:
+    def _take_idle(self) -> _Connection | None:
+        """An open idle connection, the one used last first (those found closed on the way are let go), or None."""
+        while self._idle:
             connection = self._idle.pop()
             if not connection.closed:
                 return connection
             self._open -= 1
+        return None
+
+    async def _acquire(self) -> _Connection:
+        """A new connection, or one a release hands over, once the pool's limit allows (after `_take_idle`)."""
         if self._open >= self.max_connections:
             waiter: asyncio.Future[_Connection | None] = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)

@@ -279,9 +279,6 @@ class Finisher:
         """A judge's verdict, its model calls recorded by `calls` (None: not recorded), made through the gate's slot
         of the judge endpoint (a run whose judges call no model has none: `Gate.slot(None)` is unlimited)."""
         judge = self.judges.get(judge_id)
-        if self.judge_endpoint is None:
-            with transcript.scope(calls, episode.key, "judge"):
-                return await judge.score(episode, blobs)
         async with self.gate.slot(self.judge_endpoint):
             with transcript.scope(calls, episode.key, "judge"):
                 return await judge.score(episode, blobs)

@@ -49,6 +49,14 @@ class SlidingWindow:
                 await self.sleep(self.starts[0] + self.period - now)
 
 
+def endpoint_limit(limits: dict[str, EndpointLimit], endpoint: str | None) -> EndpointLimit | None:
+    """The limit of `limits` that applies to `endpoint` (its URL with or without a trailing slash, else "*"); None:
+    no limit, and every gate (`EndpointGate`, its worker and Ray stand-ins) lets the endpoint's calls through."""
+    if endpoint is None or not limits:  # (a run without limits, the common case: no lookups per call)
+        return None
+    return limits.get(endpoint.rstrip("/")) or limits.get(endpoint) or limits.get("*")
+
+
 class EndpointGate:
     """In-process gate: one semaphore and one sliding window per limited endpoint."""
 
@@ -59,9 +67,7 @@ class EndpointGate:
         self._windows: dict[str, SlidingWindow] = {}
 
     def limit_for(self, endpoint: str | None) -> EndpointLimit | None:
-        if endpoint is None or not self.limits:  # (a run without limits, the common case: no lookups per call)
-            return None
-        return self.limits.get(endpoint.rstrip("/")) or self.limits.get(endpoint) or self.limits.get("*")
+        return endpoint_limit(self.limits, endpoint)
 
     async def acquire(self, endpoint: str | None) -> None:
         limit = self.limit_for(endpoint)
@@ -166,19 +172,13 @@ def endpoint_of(options: dict[str, Any]) -> str | None:
 
 
 class LimitedAgent(Agent):
-    """An agent whose turns pass through a gate; everything else is the wrapped agent's.
+    """An agent whose turns pass through a gate; everything else is the wrapped agent's (an agent whose endpoint has
+    no limit needs no wrapper: every gate lets its turns through, `endpoint_limit`)."""
 
-    `limits`: the run's endpoint limits, which every gate of the run applies (`EndpointGate`, or its worker and Ray
-    stand-ins, all no-ops for an endpoint without a limit); when given and none applies to `endpoint`, a turn is the
-    inner agent's own `act`, with no gate slot and no coroutine of this wrapper around it."""
-
-    def __init__(self, inner: Agent, gate: Gate, endpoint: str | None,
-                 limits: dict[str, EndpointLimit] | None = None):
+    def __init__(self, inner: Agent, gate: Gate, endpoint: str | None):
         self.inner, self.gate, self.endpoint = inner, gate, endpoint
         self.id = inner.id
         self.text_protocol = inner.text_protocol
-        if limits is not None and EndpointGate(limits).limit_for(endpoint) is None:
-            self.act = inner.act  # type: ignore[method-assign]  # (the gate would hold no slot)
 
     async def act(self, view: EpisodeView) -> AgentTurn:
         async with self.gate.slot(self.endpoint):

@@ -24,7 +24,7 @@ from arena.core.tool import TOOLS, RunResources, Tool
 from arena.core.trajectory import Episode, Step
 
 from .config import RunConfig
-from .limits import EndpointGate, Gate, LimitedAgent, endpoint_of
+from .limits import EndpointGate, Gate, LimitedAgent, endpoint_limit, endpoint_of
 from .names import did_you_mean
 from .plugins import call_with_options, load_plugins
 from .validate import setting_tools
@@ -138,8 +138,9 @@ class Workbench:
             if "pool_size" not in options and "pool_size" in inspect.signature(AGENTS[choice.agent]).parameters:
                 options["pool_size"] = config.schedule.concurrency  # connections sized to the episodes in flight
             agent = call_with_options(AGENTS[choice.agent], options, f"agent {choice.agent!r}")
-            self.agents.append(LimitedAgent(agent, self.gate, endpoint_of(choice.options),
-                                           config.schedule.endpoint_limits))
+            endpoint = endpoint_of(choice.options)
+            limited = endpoint_limit(config.schedule.endpoint_limits, endpoint) is not None
+            self.agents.append(LimitedAgent(agent, self.gate, endpoint) if limited else agent)
         ids = [a.id for a in self.agents]
         clashes = sorted({i for i in ids if ids.count(i) > 1})
         if clashes:

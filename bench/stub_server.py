@@ -4,8 +4,11 @@ A real model server runs on other hardware; on the 2-core benchmark machine this
 harness it answers, so every microsecond it spends is taken from the harness's wall time. It therefore does only
 what answering needs:
 - one thread per connection, blocking: the request head is read with one `recv_into` into a preallocated buffer,
-  the body by its Content-Length with `recv_into(..., MSG_WAITALL)` into a per-connection buffer reused across
-  requests (the kernel copies each body once; no Python-level copy, no header parser, no json parse);
+  the body by its Content-Length with `recv_into(..., MSG_WAITALL)` into a buffer borrowed from a pool shared by
+  all connections and given back as soon as the reply is chosen, before the delay (the kernel copies each body
+  once; no Python-level copy, no header parser, no json parse). A buffer per connection would cost every new
+  connection a zero-filled body-sized allocation, made with the GIL held: ~3 ms for 4 MiB of fresh pages, which
+  64 connections opened at once pay in turn (~0.2 s before the last of the first bodies is read);
 - the benchmark's reply is chosen (`bench/peers.py`) by counting the assistant messages by substring search
   outside the base64 payloads (`bytes.find` of `"assistant"`, each hit checked to be a `"role"` value, as the
   regex `"role"\\s*:\\s*"assistant"` would; the payloads, which hold no quote, skipped by `memchr`) and
@@ -83,14 +86,32 @@ def response(data: bytes, status: bytes = b"200 OK") -> bytes:
             + str(len(data)).encode() + b"\r\n\r\n" + data)
 
 
+class _Buffers:
+    """Body buffers shared by all connections: as many exist as bodies were ever read at the same moment."""
+
+    def __init__(self) -> None:
+        self.free: list[bytearray] = []
+        self.lock = threading.Lock()
+
+    def take(self, length: int) -> bytearray:
+        """A free buffer of at least `length` bytes (a new one if none is free, or the one taken is too small)."""
+        with self.lock:
+            buffer = self.free.pop() if self.free else None
+        return buffer if buffer is not None and len(buffer) >= length else bytearray(max(length, 1 << 22))
+
+    def give(self, buffer: bytearray) -> None:
+        with self.lock:
+            self.free.append(buffer)
+
+
 class _Connection:
     """One client connection: reads requests one after the other and answers each."""
 
     def __init__(self, sock: socket.socket, delay: float, answer: Answer,
-                 stats: dict[str, int], lock: threading.Lock):
+                 stats: dict[str, int], lock: threading.Lock, buffers: _Buffers):
         self.sock, self.delay, self.answer, self.stats, self.lock = sock, delay, answer, stats, lock
+        self.buffers = buffers
         self.head = bytearray(HEAD_LIMIT)
-        self.body = bytearray(1 << 22)
 
     def serve(self) -> None:
         try:
@@ -125,22 +146,24 @@ class _Connection:
                 data = json.dumps({**self.stats, "cpu": time.process_time()}).encode()
             self.sock.sendall(response(data))
             return self._shift(end + 4, got)
-        self._read_body(end + 4, got, length)
+        body = self.buffers.take(length)
+        try:
+            self._read_body(body, end + 4, got, length)
+            reply = self.answer(body, length)
+        finally:
+            self.buffers.give(body)
         with self.lock:
             self.stats["requests"] += 1
             self.stats["bytes"] += length
-        reply = self.answer(self.body, length)
         if self.delay:
             time.sleep(self.delay)
         self.sock.sendall(reply)
         return self._shift(end + 4 + length, got)
 
-    def _read_body(self, start: int, got: int, length: int) -> None:
-        """Read the body into `self.body[:length]`: what the head's read brought along, then the rest by one
-        `recv_into` (MSG_WAITALL)."""
-        if len(self.body) < length:
-            self.body = bytearray(length)
-        view = memoryview(self.body)
+    def _read_body(self, body: bytearray, start: int, got: int, length: int) -> None:
+        """Read the body into `body[:length]`: what the head's read brought along, then the rest by one `recv_into`
+        (MSG_WAITALL)."""
+        view = memoryview(body)
         have = min(got - start, length)
         view[:have] = memoryview(self.head)[start:start + have]
         while have < length:
@@ -162,12 +185,12 @@ def serve(delay: float, answer: Answer) -> None:
     """Listen on 127.0.0.1 (the URL, ending in /v1, printed on the first line) and answer every POST with
     `answer(buffer, length)` (the body is `buffer[:length]`; a whole HTTP response, pre-encoded) after `delay`
     seconds."""
-    stats, lock = {"requests": 0, "bytes": 0}, threading.Lock()
+    stats, lock, buffers = {"requests": 0, "bytes": 0}, threading.Lock(), _Buffers()
     listener = socket.create_server(("127.0.0.1", 0), backlog=512)
     print(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", flush=True)
     while True:
         sock, _ = listener.accept()
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        connection = _Connection(sock, delay, answer, stats, lock)
+        connection = _Connection(sock, delay, answer, stats, lock, buffers)
         threading.Thread(target=connection.serve, daemon=True).start()
 

@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 import urllib.parse
 from pathlib import Path
 
@@ -56,9 +57,22 @@ def test_stub_answers_as_the_reference_and_counts_bytes():
             answer = connection.getresponse()
             assert answer.status == 200
             assert answer.read() == json.dumps(peers._reply(body)).encode(), body[-200:]
+        # connections side by side share the stub's body buffers; a body over their 4 MiB gets a larger one
+        large = bodies[3].replace(b"QUJD" * 300_000, b"QUJD" * 1_300_000)
+        crowd = [large, *bodies[:15]] * 2
+
+        def one(body: bytes) -> bool:
+            side = http.client.HTTPConnection(url.hostname, url.port)
+            side.request("POST", url.path + "/chat/completions", body, {"Content-Type": "application/json"})
+            answered = side.getresponse().read() == json.dumps(peers._reply(body)).encode()
+            side.close()
+            return answered
+        with ThreadPoolExecutor(8) as pool:
+            assert all(pool.map(one, crowd))
         connection.request("GET", url.path.rsplit("/v1", 1)[0] + "/stats")
         stats = json.loads(connection.getresponse().read())
-        assert (stats["requests"], stats["bytes"]) == (len(bodies), sum(map(len, bodies))) and stats["cpu"] > 0
+        sent = bodies + crowd
+        assert (stats["requests"], stats["bytes"]) == (len(sent), sum(map(len, sent))) and stats["cpu"] > 0
     finally:
         server.terminate()
         server.wait()

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
+# the codecs that PIL would otherwise import on the first open or save (`Image.preinit`), inside a run's first episode
+from PIL import BmpImagePlugin, GifImagePlugin, JpegImagePlugin, PngImagePlugin, PpmImagePlugin  # noqa: F401
 
 # Defaults of qwen-vl-utils 0.0.14.
 IMAGE_FACTOR = 28

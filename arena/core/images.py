@@ -11,9 +11,9 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image, UnidentifiedImageError
-# the codecs that PIL would otherwise import on the first open or save (`Image.preinit`), inside a run's first episode
-from PIL import BmpImagePlugin, GifImagePlugin, JpegImagePlugin, PngImagePlugin, PpmImagePlugin  # noqa: F401
+# with the codecs that PIL would otherwise import on the first open or save (`Image.preinit`): in a run's first episode
+from PIL import (BmpImagePlugin, GifImagePlugin, Image, JpegImagePlugin, PngImagePlugin,  # noqa: F401
+                 PpmImagePlugin, UnidentifiedImageError)
 
 # Defaults of qwen-vl-utils 0.0.14.
 IMAGE_FACTOR = 28

@@ -8,7 +8,9 @@ what answering needs:
   all connections and given back as soon as the reply is chosen, before the delay (the kernel copies each body
   once; no Python-level copy, no header parser, no json parse). A buffer per connection would cost every new
   connection a zero-filled body-sized allocation, made with the GIL held: ~3 ms for 4 MiB of fresh pages, which
-  64 connections opened at once pay in turn (~0.2 s before the last of the first bodies is read);
+  64 connections opened at once pay in turn (~0.2 s before the last of the first bodies is read). The pool starts
+  with `READY` buffers whose pages are touched before the first request (64 x 4 MiB; `ARENA_STUB_BUFFERS`), so
+  the first wave's bodies are not read into pages the kernel must fault in and zero first (~15 ms of its 64 reads);
 - the benchmark's reply is chosen (`bench/peers.py`) by counting the assistant messages by substring search
   outside the base64 payloads (`bytes.find` of `"assistant"`, each hit checked to be a `"role"` value, as the
   regex `"role"\\s*:\\s*"assistant"` would; the payloads, which hold no quote, skipped by `memchr`) and
@@ -22,12 +24,17 @@ what answering needs:
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
 from typing import Callable, Iterator
 
 HEAD_LIMIT = 1 << 16
+BUFFER = 1 << 22  # a body buffer's size (a larger body gets one of its own size)
+READY = int(os.environ.get("ARENA_STUB_BUFFERS", "64"))
+"""Body buffers made (and their pages touched) before the server answers: as many as bodies arrive at once in the
+benchmarks' widest wave, so that no body is read into pages the kernel must first fault in and zero."""
 WHITESPACE = b" \t\n\r\f\v"
 Answer = Callable[[bytearray, int], bytes]
 """A reply chooser: (the buffer holding the body, the body's length) -> the whole HTTP response."""
@@ -87,17 +94,18 @@ def response(data: bytes, status: bytes = b"200 OK") -> bytes:
 
 
 class _Buffers:
-    """Body buffers shared by all connections: as many exist as bodies were ever read at the same moment."""
+    """Body buffers shared by all connections: the `ready` made at start-up, and more whenever more bodies than that
+    are read at the same moment."""
 
-    def __init__(self) -> None:
-        self.free: list[bytearray] = []
+    def __init__(self, ready: int = 0) -> None:
+        self.free: list[bytearray] = [bytearray(BUFFER) for _ in range(ready)]  # zero-filled, so already paged in
         self.lock = threading.Lock()
 
     def take(self, length: int) -> bytearray:
         """A free buffer of at least `length` bytes (a new one if none is free, or the one taken is too small)."""
         with self.lock:
             buffer = self.free.pop() if self.free else None
-        return buffer if buffer is not None and len(buffer) >= length else bytearray(max(length, 1 << 22))
+        return buffer if buffer is not None and len(buffer) >= length else bytearray(max(length, BUFFER))
 
     def give(self, buffer: bytearray) -> None:
         with self.lock:
@@ -185,7 +193,7 @@ def serve(delay: float, answer: Answer) -> None:
     """Listen on 127.0.0.1 (the URL, ending in /v1, printed on the first line) and answer every POST with
     `answer(buffer, length)` (the body is `buffer[:length]`; a whole HTTP response, pre-encoded) after `delay`
     seconds."""
-    stats, lock, buffers = {"requests": 0, "bytes": 0}, threading.Lock(), _Buffers()
+    stats, lock, buffers = {"requests": 0, "bytes": 0}, threading.Lock(), _Buffers(READY)
     listener = socket.create_server(("127.0.0.1", 0), backlog=512)
     print(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", flush=True)
     while True:

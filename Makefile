@@ -36,7 +36,8 @@ bench: $(BENCH_STAMP) chromium
 	$(PY) bench/overhead.py --crop-heavy --protocol arena
 	$(PY) bench/png_levels.py
 	$(PY) bench/peers.py --readme docs/benchmarks.md
-	$(PY) bench/peers.py --harness arena inspect floor --tasks 64 --images 1 --size 1316x728 --repeats 3 --floor-readme docs/benchmarks.md
+	$(PY) bench/peers.py --harness arena inspect floor --tasks 64 --images 1 --size 1316x728 --noise 1 --repeats 3 --floor-readme docs/benchmarks.md
+	$(PY) bench/wall_timeline.py
 
 clean:
 	rm -rf $(VENV) logs .pytest_cache

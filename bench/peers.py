@@ -310,9 +310,11 @@ def worker(harness: str, data: Path, url: str, concurrency: int, out: Path) -> N
         import floor
 
         episodes = floor.recorded_episodes(out)  # read before the clock starts
+        epoch = time.time()
         result = floor.measure_episodes(episodes, url, concurrency)
         result = {k: v for k, v in result.items() if k != "each"}
-        print(json.dumps({**result, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "codec": 0.0}))
+        print(json.dumps({**result, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "codec": 0.0,
+                          "started": epoch}))
         return
 
     logging.disable(logging.WARNING)
@@ -323,13 +325,13 @@ def worker(harness: str, data: Path, url: str, concurrency: int, out: Path) -> N
 
         load_plugins()
     codec = _time_codecs() if harness == "arena" else [0.0]
-    before, started = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    before, started, epoch = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter(), time.time()
     tally = RUNNERS[harness](data, url, concurrency, out)
     wall, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF)
     correct = tally()  # (reading the answers back is the benchmark's check, not the harness's run)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     print(json.dumps({"wall": wall, "cpu": cpu, "rss_mb": after.ru_maxrss / 1024, "correct": correct,
-                      "codec": codec[0]}))
+                      "codec": codec[0], "started": epoch}))
 
 
 def _time_codecs() -> list[float]:

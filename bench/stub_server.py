@@ -16,7 +16,10 @@ what answering needs:
   regex `"role"\\s*:\\s*"assistant"` would; the payloads, which hold no quote, skipped by `memchr`) and
   whether the body names `"final_answer"`;
 - the replies are encoded once at start-up (the same JSON bytes the `json.dumps` server sent).
-`GET .../stats` answers the requests and request-body bytes seen so far, and the server's CPU seconds (`cpu`).
+`GET .../stats` answers the requests and request-body bytes seen so far, and the server's CPU seconds (`cpu`);
+`GET .../timeline` answers, for every request so far, [connection number, when its head was whole, when its body
+was read] (seconds since the epoch, `time.time()`), from which `bench/wall_timeline.py` tells when each wave of a
+run reached the server.
 
     serve(delay, answer)   # answer(buffer, length) -> the whole HTTP response, from replies encoded beforehand
 """
@@ -115,10 +118,10 @@ class _Buffers:
 class _Connection:
     """One client connection: reads requests one after the other and answers each."""
 
-    def __init__(self, sock: socket.socket, delay: float, answer: Answer,
-                 stats: dict[str, int], lock: threading.Lock, buffers: _Buffers):
+    def __init__(self, sock: socket.socket, delay: float, answer: Answer, stats: dict[str, int],
+                 lock: threading.Lock, buffers: _Buffers, number: int, arrivals: list[tuple[int, float, float]]):
         self.sock, self.delay, self.answer, self.stats, self.lock = sock, delay, answer, stats, lock
-        self.buffers = buffers
+        self.buffers, self.number, self.arrivals = buffers, number, arrivals
         self.head = bytearray(HEAD_LIMIT)
 
     def serve(self) -> None:
@@ -151,18 +154,22 @@ class _Connection:
                        if line[:15].lower() == b"content-length:"), 0)
         if lines[0].startswith(b"GET"):
             with self.lock:
-                data = json.dumps({**self.stats, "cpu": time.process_time()}).encode()
+                shown = self.arrivals if b"/timeline" in lines[0] else {**self.stats, "cpu": time.process_time()}
+                data = json.dumps(shown).encode()
             self.sock.sendall(response(data))
             return self._shift(end + 4, got)
+        seen = time.time()
         body = self.buffers.take(length)
         try:
             self._read_body(body, end + 4, got, length)
+            read = time.time()
             reply = self.answer(body, length)
         finally:
             self.buffers.give(body)
         with self.lock:
             self.stats["requests"] += 1
             self.stats["bytes"] += length
+            self.arrivals.append((self.number, seen, read))
         if self.delay:
             time.sleep(self.delay)
         self.sock.sendall(reply)
@@ -194,11 +201,14 @@ def serve(delay: float, answer: Answer) -> None:
     `answer(buffer, length)` (the body is `buffer[:length]`; a whole HTTP response, pre-encoded) after `delay`
     seconds."""
     stats, lock, buffers = {"requests": 0, "bytes": 0}, threading.Lock(), _Buffers(READY)
+    arrivals: list[tuple[int, float, float]] = []
     listener = socket.create_server(("127.0.0.1", 0), backlog=512)
     print(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", flush=True)
+    number = 0
     while True:
         sock, _ = listener.accept()
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        connection = _Connection(sock, delay, answer, stats, lock, buffers)
+        number += 1
+        connection = _Connection(sock, delay, answer, stats, lock, buffers, number, arrivals)
         threading.Thread(target=connection.serve, daemon=True).start()
 

@@ -1,5 +1,6 @@
 """The benchmarks' model stub (`bench/stub_server.py`, as `bench/peers.py --serve` runs it) answers every body as the
-reference `peers._reply` does, byte for byte, and counts the requests and their bytes (issue 38)."""
+reference `peers._reply` does, byte for byte, counts the requests and their bytes, and tells when each arrived
+(issue 38)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,10 @@ def test_stub_answers_as_the_reference_and_counts_bytes():
         stats = json.loads(connection.getresponse().read())
         sent = bodies + crowd
         assert (stats["requests"], stats["bytes"]) == (len(sent), sum(map(len, sent))) and stats["cpu"] > 0
+        connection.request("GET", url.path.rsplit("/v1", 1)[0] + "/timeline")
+        arrivals = json.loads(connection.getresponse().read())  # [connection, head whole, body read] per request
+        assert len(arrivals) == len(sent) and all(head <= read for _, head, read in arrivals)
+        assert len({number for number, _, _ in arrivals}) == 1 + len(crowd)  # the keep-alive one, then one each
     finally:
         server.terminate()
         server.wait()

@@ -103,6 +103,36 @@ def test_records_waiting_together_are_committed_with_one_fsync_per_file_and_coun
     assert writer.problems == []
 
 
+def test_a_sync_goes_through_the_descriptors_the_lines_were_appended_through(
+        tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
+    """The files the writer's own appender holds open are fsynced through those descriptors (one system call per
+    file); a file appended to some other way is opened to be synced."""
+    calls, episodes, elsewhere = tmp_path / "calls.jsonl", tmp_path / "episodes.jsonl", tmp_path / "other.jsonl"
+    writer.append(calls, b"1\n")
+    writer.commit(episodes, writer.files.line_writer(), episodes, b"2\n").result()
+    opened: list[str] = []
+    synced: list[str] = []
+    real_open, real_fsync = os.open, os.fsync
+
+    def open_spy(path, *args, **kwargs):
+        opened.append(Path(path).name)
+        return real_open(path, *args, **kwargs)
+
+    def fsync_spy(fd: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        real_fsync(fd)
+    monkeypatch.setattr(os, "open", open_spy)
+    monkeypatch.setattr(os, "fsync", fsync_spy)
+    writer.append(calls, b"3\n")
+    writer.commit(episodes, writer.files.line_writer(), episodes, b"4\n").result()
+    assert opened == [] and synced == ["calls.jsonl", "episodes.jsonl"], (opened, synced)
+    writer.submit(lambda: append_line(elsewhere, b"5\n", fsync=False)).result()
+    writer._unsynced.add(elsewhere)  # (as a write of a store's own would leave it)
+    writer.flush()
+    assert opened == ["other.jsonl"] and synced[-1] == "other.jsonl", (opened, synced)
+    assert calls.read_bytes() == b"1\n3\n" and episodes.read_bytes() == b"2\n4\n"
+
+
 def test_a_busy_writer_gathers_commits_within_its_window_and_an_idle_one_delays_none(
         tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
     """Commit window: commits arriving one by one on a busy writer (fsync rounds just done) share one fsync round;

@@ -81,6 +81,11 @@ class Appender:
         """`append_line`'s signature over this appender (`fsync` keyword as there)."""
         return lambda path, line, *, fsync=True: self.append(path, line, fsync)
 
+    def held_fd(self, path: Path) -> int | None:
+        """The descriptor `path` is held open with (None: not open here), for the caller's fsync."""
+        fh = self._open.get(path)
+        return fh.fileno() if fh is not None else None
+
     def close(self) -> None:
         for fh in self._open.values():
             fh.close()

@@ -258,11 +258,12 @@ class RunWriter:
         return fn(*args)
 
     def _sync(self) -> None:
+        """Fsync every file appended to without fsync since the last sync: through the descriptor it was appended
+        through where it is held open (that file is the one to sync, and one system call does it), else opened."""
         paths, self._unsynced = sorted(self._unsynced), set()
-        held = self.files.held_fd if isinstance(self.files, SharedAppends) else None
         for path in paths:
-            fd = held(path) if held is not None else None
-            if fd is not None:  # the descriptor the lines were written through: that file is the one to sync
+            fd = self.files.held_fd(path)
+            if fd is not None:
                 os.fsync(fd)
                 continue
             fd = os.open(path, os.O_RDONLY)

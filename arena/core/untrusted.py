@@ -58,7 +58,7 @@ def clean_value(value: Any, field: str, notes: list[str], depth: int = 0) -> Any
             out[key] = item if type(item) in kept and (type(item) is not str or not _SURROGATE.search(item)) \
                 else clean_value(item, field, notes, depth + 1)
         return out
-    if kind is list or kind is tuple or isinstance(value, (list, tuple)):
+    if kind is list or isinstance(value, (list, tuple)):
         if kept and _NO_TEXT.issuperset(map(type, value)):  # numbers, booleans and nulls only: nothing to clean
             return list(value)
         return [item if type(item) in kept and (type(item) is not str or not _SURROGATE.search(item))

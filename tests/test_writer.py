@@ -25,6 +25,7 @@ from arena.runs.backends.ray_backend import MemoryBlobStore
 from arena.runs.runner import run
 from arena.store.writer import RunWriter, WriterBlobStore, settled
 from tests.support.openai_server import OpenAIStub, Reply
+from tests.support.tiny_dataset import write_tiny_dataset
 
 
 @pytest.fixture
@@ -279,6 +280,24 @@ def test_a_task_file_is_copied_once_per_run_hashed_once_and_stored_as_its_bytes(
     changed = BlobStore(tmp_path / "run1" / "blobs").put_file(photo)
     assert changed != first and BlobStore(tmp_path / "run1" / "blobs").get(changed) == photo.read_bytes()
     assert BlobStore(tmp_path / "run1" / "blobs").get(first) != photo.read_bytes()  # the first stays as it was
+
+
+def test_the_episodes_of_a_task_image_starting_together_store_it_once(tmp_path: Path, monkeypatch) -> None:
+    """Eight episodes showing one image start at once (concurrency 8): one of them stores the file, the others wait
+    for that store instead of each taking an executor thread and a turn of the writer's queue, which held the
+    image's first decode back behind them."""
+    stored: list[str] = []
+    real = WriterBlobStore.put_file
+
+    def spy(self, path):
+        stored.append(os.fspath(path))
+        return real(self, path)
+    monkeypatch.setattr(WriterBlobStore, "put_file", spy)
+    data = write_tiny_dataset(tmp_path / "data", n_items=8)
+    result = run(RunConfig(data=str(data), agent="oracle", out=str(tmp_path / "logs"), max_rounds=[4],
+                           concurrency=8))
+    assert len(result.episodes) == 8 and all(e.finish_reason == "answered" for e in result.episodes)
+    assert stored == [str(data.parent / "images" / "scene.png")]
 
 
 def test_a_blob_or_task_file_already_stored_does_not_wait_behind_the_writers_queue(

@@ -75,9 +75,10 @@ def known_png(image: Image.Image) -> bytes | None:
     return kept[1] if kept is not None and kept[0] is image else None
 
 
-async def single_flight(key: tuple, cache: LRU, compute):
-    """`cache.get(key[1:])`, else `compute()` in a thread, once even when many episodes ask at the same moment."""
-    value = cache.get(key[1:])
+async def single_flight(key: tuple, cache: LRU | None, compute):
+    """`cache.get(key[1:])`, else `compute()` in a thread, once even when many episodes ask at the same moment (its
+    value then kept in `cache`; with no cache, only shared by those asking while it is computed)."""
+    value = cache.get(key[1:]) if cache is not None else None
     if value is not None:
         return value
     pending = _INFLIGHT.get(key)
@@ -87,7 +88,8 @@ async def single_flight(key: tuple, cache: LRU, compute):
     _INFLIGHT[key] = future
     try:
         value = await asyncio.to_thread(compute)
-        cache.put(key[1:], value)
+        if cache is not None:
+            cache.put(key[1:], value)
         future.set_result(value)
         return value
     except BaseException as exc:

@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 import time
 import traceback
 import uuid
@@ -21,7 +22,7 @@ from typing import Awaitable, Literal
 from .agent import Agent, AgentError, AgentTurn, EpisodeView, Prompting
 from .blobs import BlobStore
 from .budget import Budget
-from .context_image import ContextImage
+from .context_image import ContextImage, single_flight
 from .dataset import Dataset
 from .images import ImageError
 from .paths import PathEscapeError
@@ -109,7 +110,10 @@ class _Run:
             if blob_id is None:
                 if not path.is_file():
                     raise ImageError(f"{dataset.source}: task {task.id!r} field images[{i}]: no such file {path}")
-                blob_id = await asyncio.to_thread(self.blobs.put_file, path)
+                # stored once for the episodes of a task that start together (they would each copy it)
+                blobs = self.blobs
+                blob_id = await single_flight(("task file", id(blobs), os.fspath(path)), None,
+                                              lambda: blobs.put_file(path))
             image = ContextImage(blob_id, source="task", path=path)
             await image.pil()
             self.images.append(image)

@@ -150,14 +150,19 @@ class FileDigests:
 
 
 _DIGESTS: dict[Path | None, FileDigests] = {}
+_OPENING = threading.Lock()  # one FileDigests (one SQLite connection) per directory, however many threads ask first
 
 
 def digests() -> FileDigests:
     """This process's digests for the current `cache_dir()`."""
     where = _cache_dir(*_cache_env())
-    if where not in _DIGESTS:
-        _DIGESTS[where] = FileDigests(where)
-    return _DIGESTS[where]
+    known = _DIGESTS.get(where)
+    if known is None:
+        with _OPENING:
+            known = _DIGESTS.get(where)
+            if known is None:
+                known = _DIGESTS[where] = FileDigests(where)
+    return known
 
 
 def remembered(path: str | Path) -> tuple[str, Signature, str | None]:

@@ -181,6 +181,33 @@ def test_a_busy_writer_gathers_commits_within_its_window_and_an_idle_one_delays_
     assert episodes.read_bytes().count(b"\n") == 9
 
 
+def test_a_last_commit_ends_the_window_and_a_run_marks_only_its_last_episodes_commit_so(
+        tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
+    """A commit its caller says is the last for now does not hold a busy writer's window open for others; a run
+    says so of an episode committed while nothing else plays or waits to (here the last of three at concurrency 1)."""
+    monkeypatch.setattr(writer_module, "COMMIT_WINDOW", 0.3)
+    monkeypatch.setattr(writer_module, "BUSY", 1.0)
+    episodes = tmp_path / "episodes.jsonl"
+    writer.commit(episodes, append_line, episodes, b'{"key": "first"}\n').result()  # an fsync round: busy now
+    started = time.monotonic()
+    writer.commit(episodes, append_line, episodes, b'{"key": "gathering"}\n').result()
+    assert time.monotonic() - started >= 0.25  # held open for the window
+    started = time.monotonic()
+    writer.commit(episodes, append_line, episodes, b'{"key": "last"}\n', last=True).result()
+    assert time.monotonic() - started < 0.2 and episodes.read_bytes().count(b"\n") == 3
+    monkeypatch.undo()
+    lasts: list[bool] = []
+    real = RunWriter.commit
+
+    def spy(self, path, fn, *args, last: bool = False):
+        lasts.append(last)
+        return real(self, path, fn, *args, last=last)
+    monkeypatch.setattr(RunWriter, "commit", spy)
+    data = write_tiny_dataset(tmp_path / "three", n_items=3)
+    result = run(RunConfig(data=str(data), agent="oracle", out=str(tmp_path / "logs"), max_rounds=[4], concurrency=1))
+    assert len(result.episodes) == 3 and lasts == [False, False, True]
+
+
 def test_a_cancelled_awaiter_still_gets_its_record_written(tmp_path: Path, writer: RunWriter) -> None:
     path, gate = tmp_path / "episodes.jsonl", threading.Event()
 

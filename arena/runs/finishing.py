@@ -97,18 +97,19 @@ class Finished:
         return store.read_line(*self.stored)
 
 
-def submit(writer: RunWriter, store: RunStore, finished: Finished) -> "Future[Appended | None]":
+def submit(writer: RunWriter, store: RunStore, finished: Finished, last: bool = False) -> "Future[Appended | None]":
     """Queue a finished episode's records in the run writer: its calls.jsonl and judge-cache lines (appended, fsynced
     before the commit), then its line and verdict lines (one group commit, the episode first; a judged-only episode:
-    its verdict lines). The future completes once they are on disk (`landed`)."""
+    its verdict lines). The future completes once they are on disk (`landed`). `last`: nothing else is playing or
+    waiting to (`RunWriter.commit`)."""
     if finished.calls:
         writer.append_lines(store.calls_path, finished.calls)
     if finished.cache:
         writer.append_lines(store.dir / JUDGE_CACHE, finished.cache)
     if finished.judged_only:
-        return writer.commit(store.verdicts_path, store.append_verdict_lines, finished.verdicts)
+        return writer.commit(store.verdicts_path, store.append_verdict_lines, finished.verdicts, last=last)
     paths = (store.episodes_path, store.verdicts_path) if finished.verdicts else store.episodes_path
-    return writer.commit(paths, store.append_finished, finished.line, finished.entry, finished.verdicts)
+    return writer.commit(paths, store.append_finished, finished.line, finished.entry, finished.verdicts, last=last)
 
 
 async def landed(written: "Future[Appended | None]", finished: Finished) -> Finished:

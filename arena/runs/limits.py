@@ -116,13 +116,18 @@ class RunSlots:
     not yet started (a FIFO semaphore made the first verdicts wait for the last wave)."""
 
     def __init__(self, size: int):
-        self.free = size
+        self.size = self.free = size
         self._judging: deque[asyncio.Future[None]] = deque()
         self._playing: deque[asyncio.Future[None]] = deque()
 
     def slot(self, judging: bool = False) -> "_RunSlot":
         """An async context manager holding one slot from entry to exit (a judging is handed a free slot first)."""
         return _RunSlot(self, judging)
+
+    def idle(self) -> bool:
+        """True when no slot is held and none is awaited: nothing plays or judges, nothing waits to (a waiter
+        cancelled but not yet passed over still counts: False is the safe answer)."""
+        return self.free == self.size and not self._judging and not self._playing
 
     async def acquire(self, judging: bool) -> None:
         """Take a free slot, or wait to be handed one."""

@@ -397,7 +397,7 @@ class RunSession:
         finished (a worker process appends its own), decide the stops it brings, take what it taught into run.json
         and report it. Nothing of it is parsed: the brief says what the bookkeeping needs."""
         brief = finished.brief
-        written = None if finished.landed else submit(self.writer, self.store, finished)
+        written = None if finished.landed else submit(self.writer, self.store, finished, last=self.slots.idle())
         # a stop is decided at once, so that no other request leaves while the line is being fsynced
         if not finished.judged_only:
             self.stop_if(self.stops.observe(brief), outage_of_episode(brief))

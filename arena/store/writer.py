@@ -23,7 +23,9 @@ Contract:
   file covers many episodes; a barrier (any write but an append, a blob write or a commit) ends the wait at once.
   A lone commit on an idle writer is not delayed at all, a commit on a busy one by at most the window. An
   episode's concurrency slot is released before its commit is submitted, so the window costs the run no
-  throughput: only the moment the episode counts as written.
+  throughput: only the moment the episode counts as written. A commit its caller knows to be the last for now
+  (`commit(..., last=True)`: no other episode playing or waiting to, as at the end of a run) ends the window at
+  once, as a barrier does, so the run does not wait for writes that will not come.
 - Torn tails stay safe: appends go through `arena.core.jsonl.Appender` (files held open by the writer thread; the
   run store's appends too, `RunStore.use_appender`), which cuts a torn tail when it opens a file and after a
   failed write; or, when worker processes append to the run too, through `arena.store.shared_appends.SharedAppends`
@@ -64,7 +66,7 @@ BUSY = 0.05
 """The writer counts as busy while its last fsync round of commits ended less than this many seconds ago."""
 LINES_HELD = 1 << 20
 """Bytes of appended lines held before they are handed to the thread without waiting for another write."""
-WRITE, APPEND, COMMIT = "write", "append", "commit"
+WRITE, APPEND, COMMIT, LAST_COMMIT = "write", "append", "commit", "last commit"
 
 
 class RunWriter:
@@ -98,10 +100,10 @@ class RunWriter:
                 break
         now = time.monotonic()
         kinds = {item[3] if item is not None else None for item in batch}
-        if now - last_round >= BUSY or COMMIT not in kinds or WRITE in kinds or None in kinds:
-            return batch  # idle, nothing to gather, or a barrier (or the stop) waiting already
+        if now - last_round >= BUSY or COMMIT not in kinds or kinds & {WRITE, LAST_COMMIT, None}:
+            return batch  # idle, nothing to gather, or a barrier, a last commit (or the stop) waiting already
         deadline = now + COMMIT_WINDOW
-        while batch[-1] is not None and batch[-1][3] != WRITE and len(batch) < MAX_BATCH:
+        while batch[-1] is not None and batch[-1][3] not in (WRITE, LAST_COMMIT) and len(batch) < MAX_BATCH:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
@@ -122,7 +124,7 @@ class RunWriter:
                     self.files.close()
                     return
                 future, fn, args, kind, path = item
-                if kind == COMMIT:
+                if kind == COMMIT or kind == LAST_COMMIT:
                     commits.append((future, fn, args, path))
                     continue
                 if kind != APPEND and commits:  # a barrier: the commits before it first
@@ -209,12 +211,13 @@ class RunWriter:
         except Exception as exc:
             self.problems.append(f"{what}: {type(exc).__name__}: {exc}")
 
-    def commit(self, path: Path | tuple[Path, ...], fn: Callable[..., T], *args: Any) -> "Future[T]":
+    def commit(self, path: Path | tuple[Path, ...], fn: Callable[..., T], *args: Any, last: bool = False) -> "Future[T]":
         """A durable write by group commit (see the module docstring): `fn(*args, fsync=False)` appends to `path`
         (or to each of several paths, e.g. an episode and its verdicts); the future completes once that is fsynced,
-        with every line and blob submitted before it."""
+        with every line and blob submitted before it. `last`: no other commit is expected soon, so the commit window
+        is not held open for one."""
         paths = path if isinstance(path, tuple) else (path,)
-        return self._put(COMMIT, paths, fn, args)
+        return self._put(LAST_COMMIT if last else COMMIT, paths, fn, args)
 
     def append(self, path: Path, line: bytes) -> None:
         """Append one line (or several, joined) without fsync: held until the next write is submitted, then written

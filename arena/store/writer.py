@@ -211,7 +211,8 @@ class RunWriter:
         except Exception as exc:
             self.problems.append(f"{what}: {type(exc).__name__}: {exc}")
 
-    def commit(self, path: Path | tuple[Path, ...], fn: Callable[..., T], *args: Any, last: bool = False) -> "Future[T]":
+    def commit(self, path: Path | tuple[Path, ...], fn: Callable[..., T], *args: Any,
+               last: bool = False) -> "Future[T]":
         """A durable write by group commit (see the module docstring): `fn(*args, fsync=False)` appends to `path`
         (or to each of several paths, e.g. an episode and its verdicts); the future completes once that is fsynced,
         with every line and blob submitted before it. `last`: no other commit is expected soon, so the commit window

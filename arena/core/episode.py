@@ -110,7 +110,8 @@ class _Run:
             if blob_id is None:
                 if not path.is_file():
                     raise ImageError(f"{dataset.source}: task {task.id!r} field images[{i}]: no such file {path}")
-                # stored once for the episodes of a task that start together (they would each copy it)
+                # stored once for the episodes of a task that start together (each would otherwise take an
+                # executor thread and a turn of the run writer's queue, and hold the image's first decode back)
                 blobs = self.blobs
                 blob_id = await single_flight(("task file", id(blobs), os.fspath(path)), None,
                                               lambda: blobs.put_file(path))

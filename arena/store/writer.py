@@ -60,8 +60,10 @@ T = TypeVar("T")
 
 MAX_BATCH = 4096
 """Writes taken from the queue at once (bounds how long the first commit of a batch waits for the others)."""
-COMMIT_WINDOW = 0.005
-"""Seconds a batch holding a commit waits for more writes when the writer is busy (see the module docstring)."""
+COMMIT_WINDOW = 0.02
+"""Seconds a batch holding a commit waits for more writes when the writer is busy (see the module docstring). With a
+fast model one episode after another lasts a few ms, so 20 ms gathers several per fsync round (a 64-episode run at
+concurrency 1: 21-29 fsyncs, not 57-81; docs/benchmarks.md, "Seventh pass")."""
 BUSY = 0.05
 """The writer counts as busy while its last fsync round of commits ended less than this many seconds ago."""
 LINES_HELD = 1 << 20

@@ -18,6 +18,7 @@ import pytest
 from arena.core import blobs
 from arena.core.blobs import BlobStore
 from arena.core.jsonl import append_line
+from arena.judges.llm import JudgeCache
 from arena.store import file_digests
 from arena.store import writer as writer_module
 from arena.runs.config import RunConfig
@@ -179,6 +180,28 @@ def test_a_busy_writer_gathers_commits_within_its_window_and_an_idle_one_delays_
     futures[-1].result()
     assert time.monotonic() - started < 0.25  # a barrier taken with them: no window
     assert episodes.read_bytes().count(b"\n") == 9
+
+
+def test_judge_outputs_cached_at_the_same_moment_share_one_commit_window(tmp_path: Path, writer: RunWriter,
+                                                                         monkeypatch) -> None:
+    """A run's judges cache their outputs through the run writer (`append_durable`, a group commit): outputs put at
+    the same moment on a busy writer are committed together, one window for all, not one window each (the cache
+    holds no lock across the write). Every line lands, and a new cache reads them all."""
+    monkeypatch.setattr(writer_module, "COMMIT_WINDOW", 0.3)
+    monkeypatch.setattr(writer_module, "BUSY", 1.0)
+    path = tmp_path / "judge_cache.jsonl"
+    cache = JudgeCache(path)
+    cache.append = writer.append_durable
+
+    async def scenario() -> float:
+        await cache.put("first", "yes")  # an idle writer: no window; busy after it
+        started = time.monotonic()
+        await asyncio.gather(*(cache.put(f"k{n}", "no") for n in range(5)))
+        return time.monotonic() - started
+
+    waited = asyncio.run(scenario())
+    assert 0.25 <= waited < 0.3 + 0.4, waited  # one window (five in a row took five windows, 1.5 s)
+    assert sorted(JudgeCache(path)._memory) == ["first", "k0", "k1", "k2", "k3", "k4"]
 
 
 def test_a_last_commit_ends_the_window_and_a_run_marks_only_its_last_episodes_commit_so(

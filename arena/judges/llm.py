@@ -31,6 +31,7 @@ import io
 import json
 import math
 import re
+import threading
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -141,14 +142,15 @@ def parse_first_judgement(text: str) -> tuple[bool | None, str]:
 
 class JudgeCache:
     """Judge outputs by key, in memory and appended (fsynced) to `path`. `append(path, line)` does the write off the
-    event loop (default: a thread of asyncio's pool; the runner sets its run writer's)."""
+    event loop (default: a thread of asyncio's pool, one write at a time; the runner sets its run writer's, whose one
+    thread orders them). No lock is held across the write, so outputs put at the same moment are written together
+    (through the run writer, in one group commit) rather than one after the other."""
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else None
-        self.append: Callable[[Path, bytes], Awaitable[Any]] = lambda path, line: asyncio.to_thread(
-            append_line, path, line)
+        self.append: Callable[[Path, bytes], Awaitable[Any]] = self._append_in_thread
         self._memory: dict[str, str] = {}
-        self._lock = asyncio.Lock()
+        self._writing = threading.Lock()  # the default append's: one `append_line` at a time (each cuts a torn tail)
         if self.path and self.path.is_file():
             for line in self.path.read_text(encoding="utf-8").splitlines():
                 try:
@@ -161,10 +163,16 @@ class JudgeCache:
         return self._memory.get(key)
 
     async def put(self, key: str, output: str) -> None:
-        async with self._lock:
-            self._memory[key] = output
-            if self.path:
-                await self.append(self.path, (json.dumps({"key": key, "output": output}) + "\n").encode())
+        self._memory[key] = output
+        if self.path:
+            await self.append(self.path, (json.dumps({"key": key, "output": output}) + "\n").encode())
+
+    async def _append_in_thread(self, path: Path, line: bytes) -> None:
+        await asyncio.to_thread(self._append_one, path, line)
+
+    def _append_one(self, path: Path, line: bytes) -> None:
+        with self._writing:
+            append_line(path, line)
 
 
 class ModelJudge(Judge):

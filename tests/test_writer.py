@@ -182,26 +182,35 @@ def test_a_busy_writer_gathers_commits_within_its_window_and_an_idle_one_delays_
     assert episodes.read_bytes().count(b"\n") == 9
 
 
-def test_judge_outputs_cached_at_the_same_moment_share_one_commit_window(tmp_path: Path, writer: RunWriter,
-                                                                         monkeypatch) -> None:
-    """A run's judges cache their outputs through the run writer (`append_durable`, a group commit): outputs put at
-    the same moment on a busy writer are committed together, one window for all, not one window each (the cache
-    holds no lock across the write). Every line lands, and a new cache reads them all."""
+def test_judge_outputs_cached_through_the_run_writer_wait_for_no_fsync_and_are_synced_before_the_next_commit(
+        tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
+    """A run's judges cache their outputs through the run writer (`append_async`): a put on a busy writer waits for
+    no fsync round (the judging's slot is not held for one), and the lines are written in order and fsynced before
+    the next commit (the episode's or verdict's they were made for); a new cache reads them all."""
     monkeypatch.setattr(writer_module, "COMMIT_WINDOW", 0.3)
     monkeypatch.setattr(writer_module, "BUSY", 1.0)
-    path = tmp_path / "judge_cache.jsonl"
+    synced: list[str] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        real(fd)
+    monkeypatch.setattr(os, "fsync", spy)
+    path, verdicts = tmp_path / "judge_cache.jsonl", tmp_path / "verdicts.jsonl"
     cache = JudgeCache(path)
-    cache.append = writer.append_durable
+    cache.append = writer.append_async
+    writer.commit(verdicts, append_line, verdicts, b'{"n": 0}\n').result()  # an fsync round: busy now
 
     async def scenario() -> float:
-        await cache.put("first", "yes")  # an idle writer: no window; busy after it
         started = time.monotonic()
         await asyncio.gather(*(cache.put(f"k{n}", "no") for n in range(5)))
         return time.monotonic() - started
 
-    waited = asyncio.run(scenario())
-    assert 0.25 <= waited < 0.3 + 0.4, waited  # one window (five in a row took five windows, 1.5 s)
-    assert sorted(JudgeCache(path)._memory) == ["first", "k0", "k1", "k2", "k3", "k4"]
+    assert asyncio.run(scenario()) < 0.1  # (through a group commit, each put waited for the 0.3 s window)
+    synced.clear()
+    writer.commit(verdicts, append_line, verdicts, b'{"n": 1}\n').result()
+    assert synced == ["judge_cache.jsonl", "verdicts.jsonl"], synced
+    assert list(JudgeCache(path)._memory) == ["k0", "k1", "k2", "k3", "k4"]
 
 
 def test_a_last_commit_ends_the_window_and_a_run_marks_only_its_last_episodes_commit_so(

@@ -142,9 +142,9 @@ def parse_first_judgement(text: str) -> tuple[bool | None, str]:
 
 class JudgeCache:
     """Judge outputs by key, in memory and appended (fsynced) to `path`. `append(path, line)` does the write off the
-    event loop (default: a thread of asyncio's pool, one write at a time; the runner sets its run writer's, whose one
-    thread orders them). No lock is held across the write, so outputs put at the same moment are written together
-    (through the run writer, in one group commit) rather than one after the other."""
+    event loop (default: a thread of asyncio's pool, one write and fsync at a time; a run sets its run writer's
+    `append_async`, which writes the lines in order and fsyncs them before the commit of the episode or verdict they
+    were made for, with no wait). No lock is held across the write: puts made at the same moment do not queue."""
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else None

@@ -70,7 +70,7 @@ async def _rejudge(store: RunStore, judge: str, options: dict[str, Any], *, labe
             and (redo or (e.id, name_of(e)) not in have)]
     slots = asyncio.Semaphore(concurrency)
     writer = RunWriter()  # verdicts, calls and judge-cache lines written off the event loop, in order
-    judges.write_through(writer.append_durable)
+    judges.write_through(writer.append_async)
     calls = writer.recorder(store.dir, store.blobs.root) \
         if recorded is None or recorded.output.transcript else None
     if on_start:

@@ -322,7 +322,7 @@ class RunSession:
         self.params = learned_params()
         for agent in bench.agents:
             agent.apply_limits(self.learned.get(agent.id) or {})
-        self.judges.write_through(self.writer.append_durable)
+        self.judges.write_through(self.writer.append_async)
         self.prices = agent_prices(bench.agents, config.stops.price)
         self.calls = self.writer.recorder(store.dir, store.blobs.root) if config.output.transcript else None
         self.finisher = Finisher(self.judges, self.also, self.prices, bench.agents, bench.gate)

@@ -282,9 +282,11 @@ class RunWriter:
         """Wait until everything submitted is written, and fsync what was appended without fsync."""
         self.submit(self._sync).result()
 
-    async def append_durable(self, path: Path, line: bytes) -> None:
-        """Append one line and fsync it (a judge-cache line; by group commit), awaited from the event loop."""
-        await settled(self.commit(path, self.files.line_writer(), path, line))
+    async def append_async(self, path: Path, line: bytes) -> None:
+        """`append` for a caller that awaits its writes (a judge cache, `arena.judges.llm.JudgeCache`): nothing to
+        wait for; the line is written in order and fsynced before the next durable write (the commit of the episode
+        or verdict it was made for), as an episode's calls.jsonl lines are."""
+        self.append(path, line)
 
     def blobs(self, blobs_root: Path) -> WriterBlobStore:
         """The blob store episodes played in this process write through (from threads, never the event loop)."""

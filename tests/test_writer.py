@@ -22,6 +22,7 @@ from arena.judges.llm import JudgeCache
 from arena.store import file_digests
 from arena.store import writer as writer_module
 from arena.runs.config import RunConfig
+from arena.runs.finishing import RunAppender
 from arena.runs.backends.ray_backend import MemoryBlobStore
 from arena.runs.runner import run
 from arena.store.writer import RunWriter, WriterBlobStore, settled
@@ -211,6 +212,30 @@ def test_judge_outputs_cached_through_the_run_writer_wait_for_no_fsync_and_are_s
     writer.commit(verdicts, append_line, verdicts, b'{"n": 1}\n').result()
     assert synced == ["judge_cache.jsonl", "verdicts.jsonl"], synced
     assert list(JudgeCache(path)._memory) == ["k0", "k1", "k2", "k3", "k4"]
+
+
+def test_a_writer_given_a_window_waits_that_one_and_a_worker_processs_waits_the_shorter_one(
+        tmp_path: Path, monkeypatch) -> None:
+    """`RunWriter(window=...)` holds a busy batch open for its own window, whatever the module's default; a worker
+    process's appender (whose commits the driver's slot waits for) is given `AWAITED_COMMIT_WINDOW`, shorter than
+    the driver's."""
+    default = writer_module.COMMIT_WINDOW
+    monkeypatch.setattr(writer_module, "BUSY", 1.0)
+    monkeypatch.setattr(writer_module, "COMMIT_WINDOW", 0.0)  # the module's default would wait for nothing
+    own = RunWriter("own-window", window=0.3)
+    try:
+        episodes = tmp_path / "episodes.jsonl"
+        own.commit(episodes, append_line, episodes, b'{"key": "first"}\n').result()  # an fsync round: busy now
+        started = time.monotonic()
+        own.commit(episodes, append_line, episodes, b'{"key": "second"}\n').result()
+        assert time.monotonic() - started >= 0.25
+    finally:
+        own.close()
+    appender = RunAppender(tmp_path)
+    try:
+        assert appender.writer.window == writer_module.AWAITED_COMMIT_WINDOW < default
+    finally:
+        asyncio.run(appender.aclose())
 
 
 def test_a_last_commit_ends_the_window_and_a_run_marks_only_its_last_episodes_commit_so(

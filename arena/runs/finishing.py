@@ -45,7 +45,7 @@ from arena.core.prompt_book import PromptBook
 from arena.store.run_index import Entry
 from arena.store.shared_appends import SharedAppends
 from arena.store.store import Appended, RunStore, episode_line_entry, verdict_line
-from arena.store.writer import RunWriter, settled
+from arena.store.writer import AWAITED_COMMIT_WINDOW, RunWriter, settled
 
 from .briefs import EpisodeBrief, VerdictBrief, by_position, own_steps
 from .config import RunConfig
@@ -138,7 +138,7 @@ class RunAppender:
     (`arena.store.shared_appends`), so that the driver writes nothing for them. Used from the worker's event loop."""
 
     def __init__(self, run_dir: str | Path, name: str = "arena-worker-writer"):
-        self.writer = RunWriter(name, files=SharedAppends(run_dir))
+        self.writer = RunWriter(name, files=SharedAppends(run_dir), window=AWAITED_COMMIT_WINDOW)
         self.store = RunStore(run_dir)
         self.store.use_appender(self.writer.files)
 

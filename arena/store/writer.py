@@ -21,9 +21,10 @@ Contract:
 - Commit window: when the writer is busy (its last fsync round of commits ended less than `BUSY` ago), a batch
   that holds a commit waits up to `COMMIT_WINDOW` for more writes before its fsync rounds, so that one fsync per
   file covers many episodes; a barrier (any write but an append, a blob write or a commit) ends the wait at once.
-  A lone commit on an idle writer is not delayed at all, a commit on a busy one by at most the window. An
-  episode's concurrency slot is released before its commit is submitted, so the window costs the run no
-  throughput: only the moment the episode counts as written. A commit its caller knows to be the last for now
+  A lone commit on an idle writer is not delayed at all, a commit on a busy one by at most the window. In the
+  driver an episode's concurrency slot is released before its commit is submitted, so the window costs the run no
+  throughput: only the moment the episode counts as written. A worker process's writer (`RunAppender`) commits
+  before it reports the episode, while the driver still holds its slot: it waits `AWAITED_COMMIT_WINDOW`, shorter. A commit its caller knows to be the last for now
   (`commit(..., last=True)`: no other episode playing or waiting to, as at the end of a run) ends the window at
   once, as a barrier does, so the run does not wait for writes that will not come.
 - Torn tails stay safe: appends go through `arena.core.jsonl.Appender` (files held open by the writer thread; the
@@ -64,6 +65,9 @@ COMMIT_WINDOW = 0.02
 """Seconds a batch holding a commit waits for more writes when the writer is busy (see the module docstring). With a
 fast model one episode after another lasts a few ms, so 20 ms gathers several per fsync round (a 64-episode run at
 concurrency 1: 21-29 fsyncs, not 57-81; docs/benchmarks.md, "Seventh pass")."""
+AWAITED_COMMIT_WINDOW = 0.005
+"""The window of a writer whose commits hold an episode's slot until they land (`RunWriter(window=...)`: a worker
+process's, whose episode the driver counts as playing until the worker reports it, after its commit)."""
 BUSY = 0.05
 """The writer counts as busy while its last fsync round of commits ended less than this many seconds ago."""
 LINES_HELD = 1 << 20
@@ -74,9 +78,12 @@ WRITE, APPEND, COMMIT, LAST_COMMIT = "write", "append", "commit", "last commit"
 class RunWriter:
     """A thread with a queue doing the run's file writes (see the module docstring)."""
 
-    def __init__(self, name: str = "arena-run-writer", files: Appender | SharedAppends | None = None):
+    def __init__(self, name: str = "arena-run-writer", files: Appender | SharedAppends | None = None,
+                 window: float | None = None):
         """`files`: how this thread appends (default: an `Appender`, the run's only appender; `SharedAppends`
-        when other processes append to the run too)."""
+        when other processes append to the run too). `window`: the commit window in seconds (default
+        `COMMIT_WINDOW`, read when a batch is taken)."""
+        self.window = window
         self._queue: queue.SimpleQueue[tuple[Future | None, Callable[..., Any], tuple, str, Any] | None] = \
             queue.SimpleQueue()
         self._held: list[tuple[Path, bytes]] = []  # appended lines not yet queued (see the module docstring)
@@ -104,7 +111,7 @@ class RunWriter:
         kinds = {item[3] if item is not None else None for item in batch}
         if now - last_round >= BUSY or COMMIT not in kinds or kinds & {WRITE, LAST_COMMIT, None}:
             return batch  # idle, nothing to gather, or a barrier, a last commit (or the stop) waiting already
-        deadline = now + COMMIT_WINDOW
+        deadline = now + (COMMIT_WINDOW if self.window is None else self.window)
         while batch[-1] is not None and batch[-1][3] not in (WRITE, LAST_COMMIT) and len(batch) < MAX_BATCH:
             left = deadline - time.monotonic()
             if left <= 0:

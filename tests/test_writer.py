@@ -12,6 +12,7 @@ import threading
 import time
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -37,14 +38,22 @@ def writer():
     w.close()
 
 
-def test_a_durable_write_fsyncs_the_lines_appended_before_it(tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
+def spy_fsyncs(monkeypatch, each: Callable[[], None] | None = None) -> list[str]:
+    """The names of the files fsynced from now on, in order (`os.fsync` spied); `each` is called at every fsync."""
     synced: list[str] = []
     real = os.fsync
 
     def spy(fd: int) -> None:
         synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        if each is not None:
+            each()
         real(fd)
     monkeypatch.setattr(os, "fsync", spy)
+    return synced
+
+
+def test_a_durable_write_fsyncs_the_lines_appended_before_it(tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
+    synced = spy_fsyncs(monkeypatch)
     calls, episodes = tmp_path / "calls.jsonl", tmp_path / "episodes.jsonl"
     calls.write_bytes(b'{"torn')  # a line cut short by a kill: cut before the first append
     writer.append(calls, b'{"round": 1}\n')
@@ -77,16 +86,9 @@ def test_records_waiting_together_are_committed_with_one_fsync_per_file_and_coun
     """Group commit: 50 episodes (each after its calls line) queued while the writer is busy are written in their
     order with one fsync of calls.jsonl before them and one of episodes.jsonl after them; no episode's future
     completes before its line is fsynced; a write queued after them (a barrier) sees every one of them."""
-    synced: list[str] = []
-    real = os.fsync
     done_at_sync: list[int] = []
     futures: list = []
-
-    def spy(fd: int) -> None:
-        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
-        done_at_sync.append(sum(f.done() for f in futures))
-        real(fd)
-    monkeypatch.setattr(os, "fsync", spy)
+    synced = spy_fsyncs(monkeypatch, lambda: done_at_sync.append(sum(f.done() for f in futures)))
     calls, episodes, gate = tmp_path / "calls.jsonl", tmp_path / "episodes.jsonl", threading.Event()
     taken = threading.Event()  # the writer is in the busy write: all that follows waits in its queue together
     busy = writer.submit(lambda: (taken.set(), gate.wait()))
@@ -143,16 +145,9 @@ def test_a_busy_writer_gathers_commits_within_its_window_and_an_idle_one_delays_
     on an idle writer a lone commit is not delayed; a barrier ends the window at once."""
     monkeypatch.setattr(writer_module, "COMMIT_WINDOW", 0.3)
     monkeypatch.setattr(writer_module, "BUSY", 1.0)
-    synced: list[str] = []
     futures: list = []
     done_at_sync: list[int] = []
-    real = os.fsync
-
-    def spy(fd: int) -> None:
-        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
-        done_at_sync.append(sum(f.done() for f in futures))
-        real(fd)
-    monkeypatch.setattr(os, "fsync", spy)
+    synced = spy_fsyncs(monkeypatch, lambda: done_at_sync.append(sum(f.done() for f in futures)))
     episodes = tmp_path / "episodes.jsonl"
     time.sleep(0.05)
     started = time.monotonic()
@@ -190,13 +185,7 @@ def test_judge_outputs_cached_through_the_run_writer_wait_for_no_fsync_and_are_s
     the next commit (the episode's or verdict's they were made for); a new cache reads them all."""
     monkeypatch.setattr(writer_module, "COMMIT_WINDOW", 0.3)
     monkeypatch.setattr(writer_module, "BUSY", 1.0)
-    synced: list[str] = []
-    real = os.fsync
-
-    def spy(fd: int) -> None:
-        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
-        real(fd)
-    monkeypatch.setattr(os, "fsync", spy)
+    synced = spy_fsyncs(monkeypatch)
     path, verdicts = tmp_path / "judge_cache.jsonl", tmp_path / "verdicts.jsonl"
     cache = JudgeCache(path)
     cache.append = writer.append_async

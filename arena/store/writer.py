@@ -24,9 +24,10 @@ Contract:
   A lone commit on an idle writer is not delayed at all, a commit on a busy one by at most the window. In the
   driver an episode's concurrency slot is released before its commit is submitted, so the window costs the run no
   throughput: only the moment the episode counts as written. A worker process's writer (`RunAppender`) commits
-  before it reports the episode, while the driver still holds its slot: it waits `AWAITED_COMMIT_WINDOW`, shorter. A commit its caller knows to be the last for now
-  (`commit(..., last=True)`: no other episode playing or waiting to, as at the end of a run) ends the window at
-  once, as a barrier does, so the run does not wait for writes that will not come.
+  before it reports the episode, while the driver still holds its slot: it waits `AWAITED_COMMIT_WINDOW`, shorter.
+  A commit its caller knows to be the last for now (`commit(..., last=True)`: no other episode playing or waiting
+  to, as at the end of a run) ends the window at once, as a barrier does, so the run does not wait for writes that
+  will not come.
 - Torn tails stay safe: appends go through `arena.core.jsonl.Appender` (files held open by the writer thread; the
   run store's appends too, `RunStore.use_appender`), which cuts a torn tail when it opens a file and after a
   failed write; or, when worker processes append to the run too, through `arena.store.shared_appends.SharedAppends`

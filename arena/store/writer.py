@@ -74,6 +74,8 @@ BUSY = 0.05
 LINES_HELD = 1 << 20
 """Bytes of appended lines held before they are handed to the thread without waiting for another write."""
 WRITE, APPEND, COMMIT, LAST_COMMIT = "write", "append", "commit", "last commit"
+ENDS_WINDOW = frozenset((WRITE, LAST_COMMIT))
+"""The kinds that end a commit window as soon as they are taken: a barrier, and a commit said to be the last."""
 
 
 class RunWriter:
@@ -110,10 +112,10 @@ class RunWriter:
                 break
         now = time.monotonic()
         kinds = {item[3] if item is not None else None for item in batch}
-        if now - last_round >= BUSY or COMMIT not in kinds or kinds & {WRITE, LAST_COMMIT, None}:
+        if now - last_round >= BUSY or COMMIT not in kinds or kinds & ENDS_WINDOW or None in kinds:
             return batch  # idle, nothing to gather, or a barrier, a last commit (or the stop) waiting already
         deadline = now + (COMMIT_WINDOW if self.window is None else self.window)
-        while batch[-1] is not None and batch[-1][3] not in (WRITE, LAST_COMMIT) and len(batch) < MAX_BATCH:
+        while batch[-1] is not None and batch[-1][3] not in ENDS_WINDOW and len(batch) < MAX_BATCH:
             left = deadline - time.monotonic()
             if left <= 0:
                 break

@@ -4,6 +4,7 @@ index stays in file order with no gap and points at its own lines, and a process
 
 from __future__ import annotations
 
+import fcntl
 import multiprocessing
 import os
 import signal
@@ -15,6 +16,7 @@ import orjson
 from arena.core.budget import Budget
 from arena.core.task import TaskRef
 from arena.core.trajectory import Episode
+from arena.store import shared_appends
 from arena.store.run_index import EpisodeIndex, entry_of
 from arena.store.shared_appends import SharedAppends
 from arena.store.store import RunStore, episode_line
@@ -136,3 +138,38 @@ def test_an_index_replaced_meanwhile_gets_the_next_entry(tmp_path: Path) -> None
     second = line_of("b", 0)
     appends.append_episode(second, entry_of(second, 0))
     assert check_run(tmp_path) == [first, second]
+
+
+def test_a_hold_takes_the_lock_once_and_checks_each_file_once_and_the_next_hold_sees_what_others_left(
+        tmp_path: Path, monkeypatch) -> None:
+    """A run writer's batch (`held`): one flock for many appends, each file stat'ed and its tail read once; between
+    holds another process may append (a torn tail, an unindexed line), which the next hold looks at again."""
+    locks: list[int] = []
+    real_flock, real_stat = fcntl.flock, os.stat
+    stats: list[str] = []
+    monkeypatch.setattr(shared_appends.fcntl, "flock", lambda fd, op: (locks.append(op), real_flock(fd, op))[1])
+    monkeypatch.setattr(shared_appends.os, "stat", lambda path, *a, **k: (stats.append(Path(path).name),
+                                                                          real_stat(path, *a, **k))[1])
+    appends = SharedAppends(tmp_path)
+    verdicts = tmp_path / "verdicts.jsonl"
+    first = [line_of("a", i) for i in range(3)]
+    appends.append_episode(first[0], entry_of(first[0], 0))  # (opens the files)
+    locks.clear()
+    stats.clear()
+    with appends.held():
+        for line in first[1:]:
+            appends.append_finished(line, entry_of(line, 0), verdicts, [b'{"episode_id": "a"}\n'])
+        appends.append(tmp_path / "calls.jsonl", b'{"round": 1}\n')
+    assert locks == [fcntl.LOCK_EX, fcntl.LOCK_UN]
+    assert sorted(stats) == ["episodes.idx", "episodes.jsonl"]  # held open: stat'ed once; the others opened here
+    orphan = line_of("b", 0)  # another process, between two holds: a line without its entry, then a torn one
+    with (tmp_path / "episodes.jsonl").open("ab") as fh:
+        fh.write(orphan + line_of("c", 0)[:40])
+    with verdicts.open("ab") as fh:
+        fh.write(b'{"episode_id": "c-')
+    last = line_of("d", 0)
+    with appends.held():
+        offset = appends.append_finished(last, entry_of(last, 0), verdicts, [b'{"episode_id": "d-0"}\n'])[0]
+    assert offset == sum(map(len, first)) + len(orphan)
+    assert check_run(tmp_path) == [*first, orphan, last]
+    assert verdicts.read_bytes().splitlines()[-1] == b'{"episode_id": "d-0"}'

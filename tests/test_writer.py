@@ -5,6 +5,7 @@ fsyncs its records (episodes, verdicts, calls, judge cache) and writes its blobs
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import hashlib
 import os
 import shutil
@@ -14,17 +15,22 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Callable
 
+import orjson
 import pytest
 
 from arena.core import blobs
 from arena.core.blobs import BlobStore
 from arena.core.jsonl import append_line
 from arena.judges.llm import JudgeCache
-from arena.store import file_digests
+from arena.store import file_digests, shared_appends
 from arena.store import writer as writer_module
 from arena.runs.config import RunConfig
 from arena.runs.finishing import RunAppender
 from arena.runs.backends.ray_backend import MemoryBlobStore
+from arena.store.run_index import entry_of
+from arena.store.shared_appends import SharedAppends
+from arena.store.store import RunStore
+from tests.test_shared_appends import line_of
 from arena.runs.runner import run
 from arena.store.writer import RunWriter, WriterBlobStore, settled
 from tests.support.openai_server import OpenAIStub, Reply
@@ -466,3 +472,37 @@ def test_a_blob_seen_stored_is_put_again_without_a_path_or_a_stat(tmp_path: Path
     for seen in (store, other):
         monkeypatch.setattr(seen, "path", lambda blob_id: pytest.fail("a path built for a blob seen stored"))
         assert seen.put(b"an image", "png", blob_id=first) == first == seen.put(b"an image", "png")
+
+
+def test_a_batch_of_episodes_takes_the_runs_append_lock_twice_not_per_line(tmp_path: Path, monkeypatch) -> None:
+    """A busy writer's batch (held calls lines, then group commits): the held lines are written under one hold of
+    the run's append lock, the commits under another (none across an fsync), not one hold per line."""
+    holds: list[str] = []
+    real_flock = fcntl.flock
+    monkeypatch.setattr(shared_appends.fcntl, "flock", lambda fd, op: (
+        holds.append("ex" if op == fcntl.LOCK_EX else "un"), real_flock(fd, op))[1])
+    events: list[str] = []
+    spy_fsyncs(monkeypatch, lambda: events.append("fsync" if holds[-1] == "un" else "fsync under the lock"))
+    files = SharedAppends(tmp_path)
+    store = RunStore(tmp_path)
+    store.use_appender(files)
+    writer = RunWriter(files=files)
+    try:
+        gate = threading.Event()
+        writer.submit(gate.wait, 10)  # the writer busy: what follows waits in its queue, and is taken as one batch
+        futures = []
+        for i in range(5):
+            writer.append(tmp_path / "calls.jsonl", b'{"round": %d}\n' % i)
+            line = line_of("w", i)
+            futures.append(writer.commit((store.episodes_path, store.verdicts_path), store.append_finished, line,
+                                         entry_of(line, 0), [b'{"episode_id": "w-%d"}\n' % i]))
+        holds.clear()
+        gate.set()
+        assert [f.result(10).problem for f in futures] == [None] * 5
+    finally:
+        writer.close()
+    assert holds == ["ex", "un", "ex", "un"]
+    assert "fsync under the lock" not in events
+    assert [orjson.loads(x)["id"] for x in store.episodes_path.read_bytes().splitlines()] == \
+        [f"w-{i}" for i in range(5)]
+    assert (tmp_path / "calls.jsonl").read_bytes().count(b"\n") == 5

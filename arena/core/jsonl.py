@@ -6,6 +6,7 @@ newline as absent."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import BinaryIO, Callable
@@ -85,6 +86,10 @@ class Appender:
         """The descriptor `path` is held open with (None: not open here), for the caller's fsync."""
         fh = self._open.get(path)
         return fh.fileno() if fh is not None else None
+
+    def held(self) -> contextlib.AbstractContextManager[None]:
+        """A batch of appends (nothing to hold: no other process appends to these files; `SharedAppends.held`)."""
+        return contextlib.nullcontext()
 
     def close(self) -> None:
         for fh in self._open.values():

@@ -7,7 +7,8 @@ index, verdicts.jsonl, calls.jsonl, judge_cache.jsonl), so every reader reads th
 Contract:
 - Every append holds an exclusive `flock` on the run's `.append-lock` for the write alone (never across an fsync):
   the lines of two processes never interleave, and the appender knows the offset it writes at (the file's size
-  under the lock).
+  under the lock). A run writer holds it once for a batch of appends (`held`): each file is then checked
+  (replaced? torn tail?) at its first append in the hold only, since no other appender writes while it is held.
 - Under the lock, a torn tail (a process killed in the middle of its write, which the kernel can leave short) is
   cut from a file before anything is appended to it, so a new line never glues onto broken bytes, whoever left them.
 - An episode line and its index entry are appended under one lock, after the index has been caught up to cover
@@ -24,10 +25,11 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import orjson
 
@@ -51,45 +53,72 @@ class SharedAppends:
         self.index_path = self.dir / INDEX_NAME
         self._fds: dict[Path, int] = {}
         self._lock: int | None = None
+        self._ends: dict[Path, int] | None = None
+        """While the lock is held (`held`): each file appended to in this hold, and its end (whole lines) as written
+        here; None while not held."""
         self._index_seen: tuple[int, int] = (0, 0)
         """(index size, bytes of episodes.jsonl it covers) as this process last saw them."""
 
     def _fd(self, path: Path) -> tuple[int, int]:
-        """The descriptor of `path` as the file is now, and its size (called under the lock): opened again when the
-        file was replaced since it was opened (an index rebuilt, a file `arena doctor --repair` rewrote) or removed,
-        so that nothing is appended to a file that is no longer the run's."""
+        """The descriptor of `path` as the file is now, and the offset of its end once a torn tail is cut (called
+        under the lock; once per file in a hold, whose later appends know the end from their own writes): opened
+        again when the file was replaced since it was opened (an index rebuilt, a file `arena doctor --repair`
+        rewrote) or removed, so that nothing is appended to a file that is no longer the run's."""
+        assert self._ends is not None, "called without the append lock"
+        end = self._ends.get(path)
+        if end is not None:
+            return self._fds[path], end
         fd = self._fds.get(path)
+        size = None
         if fd is not None:
             try:
                 now, held = os.stat(path), os.fstat(fd)
                 if (now.st_ino, now.st_dev) == (held.st_ino, held.st_dev):
-                    return fd, held.st_size
+                    size = held.st_size
             except FileNotFoundError:
                 pass
-            os.close(fd)
-            if path == self.index_path:
-                self._index_seen = (-1, 0)
-        fd = self._fds[path] = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        return fd, os.fstat(fd).st_size
+            if size is None:
+                os.close(fd)
+                del self._fds[path]
+                if path == self.index_path:
+                    self._index_seen = (-1, 0)
+        if size is None:
+            fd = self._fds[path] = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            size = os.fstat(fd).st_size
+        end = self._ends[path] = size - cut_torn_tail(fd, size)
+        return fd, end
 
-    def _take_lock(self) -> int:
-        """Take the run's append lock (released by `fcntl.flock(lock, LOCK_UN)` on the descriptor returned)."""
+    def _write(self, path: Path, fd: int, end: int, data: bytes) -> None:
+        """Write `data` at the end of `path` (its descriptor, its end as `_fd` gave it), under the lock. A failed
+        write forgets the end (the next append looks at the file again, and cuts what the failure left)."""
+        del self._ends[path]
+        _write(fd, data)
+        self._ends[path] = end + len(data)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the run's append lock for the appends made inside (re-entrant; an append outside a hold takes it for
+        itself). Never hold it across an fsync: other processes wait for it."""
+        if self._ends is not None:
+            yield
+            return
         if self._lock is None:  # opened on first use: the run directory exists by then
             self._lock = os.open(self.dir / APPEND_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         fcntl.flock(self._lock, fcntl.LOCK_EX)
-        return self._lock
+        self._ends = {}
+        try:
+            yield
+        finally:
+            self._ends = None
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
 
     def append(self, path: Path, data: bytes, fsync: bool = False) -> int:
         """Append whole lines (`data` ends with a newline); returns their offset."""
         if not data.endswith(b"\n"):
             raise ValueError("a JSON line must end with a newline")
-        lock = self._take_lock()
-        try:
-            fd, size = self._fd(path)
-            offset = _whole(fd, size)
-            _write(fd, data)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+        with self.held():
+            fd, offset = self._fd(path)
+            self._write(path, fd, offset, data)
         if fsync:
             os.fsync(fd)
         return offset
@@ -106,12 +135,9 @@ class SharedAppends:
         follow it (None: they did). Raises when the episode's own line could not be written (nothing else is)."""
         if not line.endswith(b"\n"):
             raise ValueError("a JSON line must end with a newline")
-        lock = self._take_lock()
-        try:
+        with self.held():
             offset, episodes = self._append_episode(line, entry)
             problem, written = self._append_verdicts(verdicts_path, verdicts) if verdicts else (None, None)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
         if fsync:
             os.fsync(episodes)
             if written is not None:
@@ -120,15 +146,13 @@ class SharedAppends:
 
     def _append_episode(self, line: bytes, entry: Entry) -> tuple[int, int]:
         """The episode line and its entry appended (under the lock): the line's offset, the file's descriptor."""
-        (episodes, episodes_size), (index, index_size) = self._fd(self.episodes_path), self._fd(self.index_path)
-        offset = _whole(episodes, episodes_size)
-        index_size = _whole(index, index_size)
+        (episodes, offset), (index, index_size) = self._fd(self.episodes_path), self._fd(self.index_path)
         covered = self._covered(index, index_size)
         rows = self._missing_entries(covered) if covered is not None and covered < offset else []
-        _write(episodes, line)
+        self._write(self.episodes_path, episodes, offset, line)
         rows.append(entry._replace(offset=offset).row())
         data = b"".join(rows)
-        _write(index, data)
+        self._write(self.index_path, index, index_size, data)
         self._index_seen = (index_size + len(data), offset + len(line))
         return offset, episodes
 
@@ -138,9 +162,8 @@ class SharedAppends:
         try:
             if not all(v.endswith(b"\n") for v in verdicts):
                 raise ValueError("a JSON line must end with a newline")
-            fd, size = self._fd(path)
-            _whole(fd, size)
-            _write(fd, b"".join(verdicts))
+            fd, end = self._fd(path)
+            self._write(path, fd, end, b"".join(verdicts))
         except (OSError, ValueError) as exc:
             return f"{type(exc).__name__}: {exc}", None
         return None, fd
@@ -185,12 +208,6 @@ class SharedAppends:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
-
-
-def _whole(fd: int, size: int) -> int:
-    """The file's size (`size` bytes now) once a torn tail (no final newline) is cut: the offset the next line is
-    written at."""
-    return size - cut_torn_tail(fd, size)
 
 
 def _last_line(fd: int, size: int) -> bytes:

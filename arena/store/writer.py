@@ -31,7 +31,8 @@ Contract:
 - Torn tails stay safe: appends go through `arena.core.jsonl.Appender` (files held open by the writer thread; the
   run store's appends too, `RunStore.use_appender`), which cuts a torn tail when it opens a file and after a
   failed write; or, when worker processes append to the run too, through `arena.store.shared_appends.SharedAppends`
-  (each append under the run's append lock, a torn tail cut whoever left it).
+  (appends under the run's append lock, a torn tail cut whoever left it). A batch holds that lock once for its held
+  lines and once for its commits (`held`: each file checked once per hold), never across an fsync.
 - `settled` awaits a write to its end even if the awaiting task is cancelled meanwhile (a run stopped by
   --fail-fast or --max-cost cancels episodes; a finished one must still reach the disk), then re-raises the cancel.
   The writes that end together (a group commit's) wake the awaiting event loop once (`LoopHandoff`).
@@ -42,6 +43,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import queue
 import threading
@@ -130,8 +132,11 @@ class RunWriter:
         while True:
             batch = self._take(last_round)
             commits: list[tuple[Future, Callable[..., Any], tuple, tuple[Path, ...]]] = []
+            appending, holding = contextlib.ExitStack(), False  # the held lines written in a row: one hold of the
+            # run's append lock for them all (`SharedAppends.held`), ended before any other write
             for item in batch:
                 if item is None:
+                    appending.close()
                     self._commit(commits)
                     self.files.close()
                     return
@@ -139,10 +144,18 @@ class RunWriter:
                 if kind == COMMIT or kind == LAST_COMMIT:
                     commits.append((future, fn, args, path))
                     continue
-                if kind != APPEND and commits:  # a barrier: the commits before it first
-                    self._commit(commits)
-                    commits, last_round = [], time.monotonic()
+                if fn == self._append_held:  # held lines: the commits overtake them, so the hold goes on
+                    if not holding:
+                        appending.enter_context(self.files.held())
+                        holding = True
+                else:  # a blob, a task file or a barrier (which may fsync): not under the append lock
+                    appending.close()
+                    holding = False
+                    if kind != APPEND and commits:  # a barrier: the commits before it first
+                        self._commit(commits)
+                        commits, last_round = [], time.monotonic()
                 self._run(future, fn, args)
+            appending.close()
             if commits:
                 self._commit(commits)
                 last_round = time.monotonic()
@@ -170,14 +183,15 @@ class RunWriter:
                     future.set_exception(exc)
             return
         done: list[tuple[Future, Any]] = []
-        for future, fn, args, paths in commits:
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                done.append((future, fn(*args, fsync=False)))
-                self._unsynced.update(paths)
-            except BaseException as exc:
-                future.set_exception(exc)
+        with self.files.held():  # (the run's append lock taken once for the batch, not across its fsyncs)
+            for future, fn, args, paths in commits:
+                if not future.set_running_or_notify_cancel():
+                    continue
+                try:
+                    done.append((future, fn(*args, fsync=False)))
+                    self._unsynced.update(paths)
+                except BaseException as exc:
+                    future.set_exception(exc)
         try:
             self._sync()
         except BaseException as exc:

@@ -506,3 +506,33 @@ def test_a_batch_of_episodes_takes_the_runs_append_lock_twice_not_per_line(tmp_p
     assert [orjson.loads(x)["id"] for x in store.episodes_path.read_bytes().splitlines()] == \
         [f"w-{i}" for i in range(5)]
     assert (tmp_path / "calls.jsonl").read_bytes().count(b"\n") == 5
+
+
+def test_a_run_append_lock_that_cannot_be_taken_fails_the_batch_not_the_writer(tmp_path: Path, monkeypatch) -> None:
+    """flock failing (the run directory's lock file gone bad): the batch's commits fail with the error, its held
+    lines are reported in `problems`, and the writer goes on (the next batch, the lock back, is written)."""
+    real_flock = fcntl.flock
+    broken = [True]
+
+    def flock(fd: int, op: int) -> None:
+        if broken[0] and op == fcntl.LOCK_EX:
+            raise OSError(37, "No locks available")
+        real_flock(fd, op)
+    monkeypatch.setattr(shared_appends.fcntl, "flock", flock)
+    files = SharedAppends(tmp_path)
+    store = RunStore(tmp_path)
+    store.use_appender(files)
+    writer = RunWriter(files=files)
+    try:
+        writer.append(tmp_path / "calls.jsonl", b'{"round": 1}\n')
+        line = line_of("x", 0)
+        failed = writer.commit(store.episodes_path, store.append_finished, line, entry_of(line, 0), [])
+        with pytest.raises(OSError, match="No locks available"):
+            failed.result(10)
+        assert writer.problems == ["1 held line, the run's append lock: OSError: [Errno 37] No locks available"]
+        broken[0] = False
+        line = line_of("x", 1)
+        assert writer.commit(store.episodes_path, store.append_finished, line, entry_of(line, 0), []).result(10)
+    finally:
+        writer.close()
+    assert [orjson.loads(x)["id"] for x in store.episodes_path.read_bytes().splitlines()] == ["x-1"]

@@ -31,8 +31,9 @@ Contract:
 - Torn tails stay safe: appends go through `arena.core.jsonl.Appender` (files held open by the writer thread; the
   run store's appends too, `RunStore.use_appender`), which cuts a torn tail when it opens a file and after a
   failed write; or, when worker processes append to the run too, through `arena.store.shared_appends.SharedAppends`
-  (appends under the run's append lock, a torn tail cut whoever left it). A batch holds that lock once for its held
-  lines and once for its commits (`held`: each file checked once per hold), never across an fsync.
+  (appends under the run's append lock, a torn tail cut whoever left it). A batch writes the held lines of its
+  appends in a row together, one write per file, and holds that lock once for them and once for its commits
+  (`held`: each file checked once per hold), never across an fsync.
 - `settled` awaits a write to its end even if the awaiting task is cancelled meanwhile (a run stopped by
   --fail-fast or --max-cost cancels episodes; a finished one must still reach the disk), then re-raises the cancel.
   The writes that end together (a group commit's) wake the awaiting event loop once (`LoopHandoff`).
@@ -43,7 +44,6 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import queue
 import threading
@@ -132,11 +132,10 @@ class RunWriter:
         while True:
             batch = self._take(last_round)
             commits: list[tuple[Future, Callable[..., Any], tuple, tuple[Path, ...]]] = []
-            appending, holding = contextlib.ExitStack(), False  # the held lines written in a row: one hold of the
-            # run's append lock for them all (`SharedAppends.held`), ended before any other write
+            lines: list[tuple[Path, bytes]] = []  # the held lines of the batch's appends in a row, written together
             for item in batch:
                 if item is None:
-                    appending.close()
+                    self._append_held(lines)
                     self._commit(commits)
                     self.files.close()
                     return
@@ -144,18 +143,16 @@ class RunWriter:
                 if kind == COMMIT or kind == LAST_COMMIT:
                     commits.append((future, fn, args, path))
                     continue
-                if fn == self._append_held:  # held lines: the commits overtake them, so the hold goes on
-                    if not holding:
-                        appending.enter_context(self.files.held())
-                        holding = True
-                else:  # a blob, a task file or a barrier (which may fsync): not under the append lock
-                    appending.close()
-                    holding = False
-                    if kind != APPEND and commits:  # a barrier: the commits before it first
-                        self._commit(commits)
-                        commits, last_round = [], time.monotonic()
+                if fn == self._append_held:  # (the commits overtake held lines: they go on gathering past them)
+                    lines.extend(args[0])
+                    continue
+                self._append_held(lines)
+                lines = []
+                if kind != APPEND and commits:  # a barrier: the commits before it first
+                    self._commit(commits)
+                    commits, last_round = [], time.monotonic()
                 self._run(future, fn, args)
-            appending.close()
+            self._append_held(lines)
             if commits:
                 self._commit(commits)
                 last_round = time.monotonic()
@@ -183,15 +180,23 @@ class RunWriter:
                     future.set_exception(exc)
             return
         done: list[tuple[Future, Any]] = []
-        with self.files.held():  # (the run's append lock taken once for the batch, not across its fsyncs)
-            for future, fn, args, paths in commits:
-                if not future.set_running_or_notify_cancel():
-                    continue
-                try:
-                    done.append((future, fn(*args, fsync=False)))
-                    self._unsynced.update(paths)
-                except BaseException as exc:
+        try:
+            with self.files.held():  # (the run's append lock taken once for the batch, not across its fsyncs)
+                for future, fn, args, paths in commits:
+                    if not future.set_running_or_notify_cancel():
+                        continue
+                    try:
+                        done.append((future, fn(*args, fsync=False)))
+                        self._unsynced.update(paths)
+                    except BaseException as exc:
+                        future.set_exception(exc)
+        except BaseException as exc:  # the run's append lock could not be taken or given back: none counts
+            for future, _ in done:
+                future.set_exception(exc)
+            for future, *_ in commits:  # (the others: not reached, or failed already)
+                if not future.done() and future.set_running_or_notify_cancel():
                     future.set_exception(exc)
+            return
         try:
             self._sync()
         except BaseException as exc:
@@ -264,20 +269,27 @@ class RunWriter:
 
     def _append_held(self, held: list[tuple[Path, bytes]]) -> None:
         """Write held lines, those of each file in one append, in the order they were appended (grouped here, on the
-        writer's thread, not by the appending threads)."""
+        writer's thread, not by the appending threads), under one hold of the run's append lock."""
+        if not held:
+            return
         by_path: dict[Path, list[bytes]] = {}
         last, chunks = None, []
         for path, data in held:
             if path is not last:  # (a run of lines to one path object: its list looked up once)
                 last, chunks = path, by_path.setdefault(path, [])
             chunks.append(data)
-        for path, chunks in by_path.items():
-            try:
-                self.files.append(path, b"".join(chunks))
-                self._unsynced.add(path)
-            except Exception as exc:
-                what = f"{path.name} line" if len(chunks) == 1 else f"{len(chunks)} {path.name} lines"
-                self.problems.append(f"{what}: {type(exc).__name__}: {exc}")
+        try:
+            with self.files.held():
+                for path, chunks in by_path.items():
+                    try:
+                        self.files.append(path, b"".join(chunks))
+                        self._unsynced.add(path)
+                    except Exception as exc:
+                        what = f"{path.name} line" if len(chunks) == 1 else f"{len(chunks)} {path.name} lines"
+                        self.problems.append(f"{what}: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # the run's append lock could not be taken or given back
+            self.problems.append(f"{len(held)} held line{'' if len(held) == 1 else 's'}, the run's append lock: "
+                                 f"{type(exc).__name__}: {exc}")
 
     def durable(self, fn: Callable[..., T], *args: Any) -> "Future[T]":
         """Fsync every unsynced appended file, then run `fn(*args)` (which makes its own write durable)."""

@@ -27,6 +27,7 @@ from arena.store import writer as writer_module
 from arena.runs.config import RunConfig
 from arena.runs.finishing import RunAppender
 from arena.runs.backends.ray_backend import MemoryBlobStore
+from arena.tools import crop as crop_module
 from arena.store.run_index import entry_of
 from arena.store.shared_appends import SharedAppends
 from arena.store.store import RunStore
@@ -536,3 +537,26 @@ def test_a_run_append_lock_that_cannot_be_taken_fails_the_batch_not_the_writer(t
     finally:
         writer.close()
     assert [orjson.loads(x)["id"] for x in store.episodes_path.read_bytes().splitlines()] == ["x-1"]
+
+
+def test_a_new_crop_is_stored_with_no_thread_and_no_wait_its_png_and_id_made_with_the_zoom(
+        tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
+    """The zoom's thread encodes the crop's PNG and hashes it (`zoom_encoded`), so the episode stores the new crop on
+    its own thread (`known_image`) while the writer is busy: readers get the bytes meanwhile, the file follows in
+    order. An image whose PNG or id is not known yet still needs a thread (`put_image`)."""
+    from tests.support.tiny_dataset import scene
+    source = scene(640, 480).convert("RGB")
+    zoomed = crop_module.zoom_encoded(source, (100, 100, 300, 200), source.size)
+    store = WriterBlobStore(tmp_path / "run" / "blobs", writer, wait=True)
+    gate = threading.Event()
+    busy = writer.submit(gate.wait, 30)
+    try:
+        blob_id = store.known_image(zoomed)
+        assert blob_id == blobs.content_id(blobs.png_of(zoomed), "png") and not busy.done()
+        assert store.get(blob_id) == blobs.png_of(zoomed) and not store.path(blob_id).exists()
+        assert store.known_image(scene(64, 48).convert("RGB")) is None  # not encoded yet: a thread's work
+    finally:
+        gate.set()
+    writer.flush()
+    assert store.path(blob_id).read_bytes() == blobs.png_of(zoomed) and store.holds(blob_id)
+    assert BlobStore(tmp_path / "other").known_image(zoomed) is None  # a store that writes at once cannot queue

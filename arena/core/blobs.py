@@ -80,13 +80,21 @@ class BlobStore:
     def put_image(self, image: Image.Image) -> str:
         return self.put(png_of(image), "png")
 
-    def held_image(self, image: Image.Image) -> str | None:
-        """`put_image(image)`'s id when it takes no work at all (so an event loop may ask): the image's PNG and that
-        PNG's id are in memory (`known_png`, `known_content_id`) and the store knows it holds the blob (`holds`).
-        Else None: `put_image` may encode, hash, look at the disk or write (work for a thread)."""
+    def known_image(self, image: Image.Image) -> str | None:
+        """`put_image(image)` when it leaves the caller nothing to compute or wait for (so an event loop may call it):
+        the image's PNG and that PNG's id are in memory (`known_png`, `known_content_id`), and the store knows it holds
+        the blob (`holds`) or takes it without a wait (`queued`). Else None: `put_image` may encode, hash, look at the
+        disk or write (work for a thread)."""
         png = known_png(image)
         blob_id = None if png is None else known_content_id(png, "png")
-        return blob_id if blob_id is not None and self.holds(blob_id) else None
+        if blob_id is None or self.holds(blob_id):
+            return blob_id
+        return self.queued(blob_id, png)
+
+    def queued(self, blob_id: str, data: bytes) -> str | None:
+        """Take `data` under its id `blob_id` to be written later, in order, readable by `get` meanwhile; returns the
+        id, or None when this store cannot (this one writes at once: it never can; a run writer's store can)."""
+        return None
 
     def held_file(self, path: str | Path) -> str | None:
         """`put_file(path)`'s id when it takes no more than a `stat` (so an event loop may ask): the file's digest is

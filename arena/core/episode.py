@@ -187,8 +187,9 @@ class _Run:
         else:
             indices, blob_ids = [], []
             for image in result.images:
-                # an image stored already (the same crop in another round or episode) needs no trip to a thread
-                blob_id = self.blobs.held_image(image) or await asyncio.to_thread(self.blobs.put_image, image)
+                # an image whose PNG and id are known (a zoom, made with them; the same crop in another round or
+                # episode) goes to the store with no trip to a thread, and no wait for its write
+                blob_id = self.blobs.known_image(image) or await asyncio.to_thread(self.blobs.put_image, image)
                 self.images.append(ContextImage(blob_id, source=name, image=image))
                 indices.append(len(self.images) - 1)
                 blob_ids.append(blob_id)

@@ -451,6 +451,12 @@ class WriterBlobStore(BlobStore):
         if self.wait:  # independent of the records: no barrier between the commits of a batch
             self._stored.add(self.writer._put(APPEND, None, self.write, (blob_id, data)).result())
             return blob_id
+        return self.queued(blob_id, data)
+
+    def queued(self, blob_id: str, data: bytes) -> str:
+        """Queue the write of `data` under `blob_id` without waiting, even in a store that waits (`wait`): for a caller
+        that keeps the bytes' image itself, as an episode keeps a tool's image (`known_image`); `get` reads it
+        meanwhile, and a write that fails is kept in the writer's `problems`."""
         with self._lock:
             if blob_id in self._pending:
                 return blob_id

@@ -23,6 +23,7 @@ from typing import Literal
 from PIL import Image
 from pydantic import BaseModel, Field
 
+from arena.core.blobs import content_id
 from arena.core.context_image import LRU, png_of, single_flight
 from arena.core.images import ImageError, smart_resize
 from arena.core.tool import Tool, ToolArgumentError, ToolContext, ToolOptions, ToolResult, register_tool
@@ -105,9 +106,11 @@ def zoom(image: Image.Image, box: tuple[int, int, int, int], full_size: tuple[in
 
 
 def zoom_encoded(image: Image.Image, box: tuple[int, int, int, int], full_size: tuple[int, int]) -> Image.Image:
-    """`zoom`, its result's PNG encoded at once (`png_of`), so that the episodes sharing the zoom do not encode it."""
+    """`zoom`, its result's PNG encoded and that PNG's blob id computed at once (`png_of`, `content_id`), in the same
+    thread: the episodes sharing the zoom, the first included, store it with no work of their own
+    (`BlobStore.known_image`)."""
     zoomed = zoom(image, box, full_size)
-    png_of(zoomed)
+    content_id(png_of(zoomed), "png")
     return zoomed
 
 

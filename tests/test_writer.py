@@ -35,7 +35,7 @@ from tests.test_shared_appends import line_of
 from arena.runs.runner import run
 from arena.store.writer import RunWriter, WriterBlobStore, settled
 from tests.support.openai_server import OpenAIStub, Reply
-from tests.support.tiny_dataset import write_tiny_dataset
+from tests.support.tiny_dataset import scene, write_tiny_dataset
 
 
 @pytest.fixture
@@ -335,7 +335,6 @@ def test_a_run_does_every_fsync_and_blob_write_on_the_writer_thread(tiny_data: P
 
 def test_a_task_file_is_copied_once_per_run_hashed_once_and_stored_as_its_bytes(
         tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
-    from tests.support.tiny_dataset import scene
     monkeypatch.setattr(file_digests, "time_ns", lambda: time.time_ns() + 10_000_000_000)  # the file has settled
     hashed: list[str] = []
     real, copy = hashlib.file_digest, shutil.copyfile
@@ -384,7 +383,6 @@ def test_a_blob_or_task_file_already_stored_does_not_wait_behind_the_writers_que
         tmp_path: Path, writer: RunWriter, monkeypatch) -> None:
     """An episode storing its task file (remembered and in the store) or a crop already stored by another episode
     gets its id while the writer is still busy (fsyncs of other episodes at 256-way): nothing is queued for it."""
-    from tests.support.tiny_dataset import scene
     monkeypatch.setattr(file_digests, "time_ns", lambda: time.time_ns() + 10_000_000_000)  # the file has settled
     photo = tmp_path / "photo.png"
     scene(64, 48).save(photo, format="PNG")
@@ -544,7 +542,6 @@ def test_a_new_crop_is_stored_with_no_thread_and_no_wait_its_png_and_id_made_wit
     """The zoom's thread encodes the crop's PNG and hashes it (`zoom_encoded`), so the episode stores the new crop on
     its own thread (`known_image`) while the writer is busy: readers get the bytes meanwhile, the file follows in
     order. An image whose PNG or id is not known yet still needs a thread (`put_image`)."""
-    from tests.support.tiny_dataset import scene
     source = scene(640, 480).convert("RGB")
     zoomed = crop_module.zoom_encoded(source, (100, 100, 300, 200), source.size)
     store = WriterBlobStore(tmp_path / "run" / "blobs", writer, wait=True)

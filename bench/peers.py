@@ -335,7 +335,8 @@ def worker(harness: str, data: Path, url: str, concurrency: int, out: Path) -> N
 
 
 def _time_codecs() -> list[float]:
-    """Sum the thread CPU time of the arena's image codec work (decode, model resize + encode, crop, blob PNG)."""
+    """Sum the thread CPU time of the arena's image codec work (check, decode, model resize + encode, crop, blob
+    PNG)."""
     import arena.core.blobs
     import arena.core.context_image
     import arena.tools.crop
@@ -353,7 +354,8 @@ def _time_codecs() -> list[float]:
                     total[0] += time.thread_time() - start
         return wrapper
 
-    for module, name in ((arena.core.context_image, "load_image"), (arena.core.context_image, "model_png"),
+    for module, name in ((arena.core.context_image, "load_image"), (arena.core.context_image, "check_image"),
+                         (arena.core.context_image, "model_png"),
                          (arena.tools.crop, "zoom"), (arena.tools.crop, "png_of"), (arena.core.blobs, "png_of")):
         setattr(module, name, timed(getattr(module, name)))
     return total

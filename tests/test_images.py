@@ -6,7 +6,7 @@ from PIL import Image
 
 from arena.core import context_image
 from arena.core.blobs import BlobStore
-from arena.core.context_image import model_png
+from arena.core.context_image import file_png, model_png
 from arena.core.images import (MIN_PIXELS, ImageError, decode_image, encode_png, fit_for_model, load_image,
                           smart_resize)
 
@@ -72,15 +72,20 @@ def test_model_images_are_lossless_and_files_that_fit_go_as_they_are(tmp_path):
     assert _pixels(png).size == (504, 308) and _pixels(png).tobytes() == fitted.tobytes()
     exact = tmp_path / "exact.png"
     noisy.crop((0, 0, 504 - 224, 280)).save(exact, compress_level=9)  # 280x280: already what the model gets
-    image = load_image(exact).image
-    assert model_png(image, 28, MIN_PIXELS, 1280 * 28 * 28, path=exact) == exact.read_bytes()
+    assert file_png(exact, 28, MIN_PIXELS, 1280 * 28 * 28) == exact.read_bytes()
     odd = tmp_path / "odd.png"
     noisy.crop((0, 0, 290, 280)).save(odd)  # 290 wide: resized to 280, so encoded afresh
-    assert _pixels(model_png(load_image(odd).image, 28, MIN_PIXELS, 1280 * 28 * 28, path=odd)).size == (280, 280)
+    assert file_png(odd, 28, MIN_PIXELS, 1280 * 28 * 28) is None
+    assert _pixels(model_png(load_image(odd).image, 28, MIN_PIXELS, 1280 * 28 * 28)).size == (280, 280)
     alpha = tmp_path / "alpha.png"
     noisy.crop((0, 0, 280, 280)).convert("RGBA").save(alpha)  # fits, but alpha: sent as the RGB the model gets
-    sent = _pixels(model_png(load_image(alpha).image, 28, MIN_PIXELS, 1280 * 28 * 28, path=alpha))
+    assert file_png(alpha, 28, MIN_PIXELS, 1280 * 28 * 28) is None
+    sent = _pixels(model_png(load_image(alpha).image, 28, MIN_PIXELS, 1280 * 28 * 28))
     assert sent.mode == "RGB" and sent.tobytes() == noisy.crop((0, 0, 280, 280)).tobytes()
+    jpeg, broken = tmp_path / "exact.jpg", tmp_path / "broken.png"
+    noisy.crop((0, 0, 280, 280)).save(jpeg)
+    broken.write_bytes(b"\x89PNG\r\n\x1a\nnot really")
+    assert file_png(jpeg, 28, MIN_PIXELS, 1280 * 28 * 28) is None and file_png(broken, 28, MIN_PIXELS, 1) is None
 
 
 def test_a_stored_image_that_fits_the_model_is_sent_as_its_blob_bytes(tmp_path, monkeypatch):

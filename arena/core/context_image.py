@@ -1,11 +1,14 @@
-"""Images in an episode's context: decoded at most once, encoded for a model at most once per size.
+"""Images in an episode's context: decoded at most once and only when needed, encoded for a model at most once per
+size.
 
-Decoded task images (reduced past `images.MAX_SOURCE_PIXELS`) and model encodings are cached process-wide
-by blob id in byte-bounded LRUs (`ARENA_IMAGE_CACHE_MB`, default 768); episodes do not pin decoded pixels (an
-evicted image is decoded again). Cached images are shared: never modify one in place. `MODEL_PNGS` keeps the PNG
-sent to a model per content and size setting (the agent makes the data URL, and hands these bytes to the recorder
-with it: `arena.endpoints.transcript.serialised_part`). `PNGS` keeps an image object's PNG (`png_of`) by id(image); its
-entry holds the image, so the id is not reused."""
+A task PNG is checked without decoding when its episode starts (`ContextImage.check`), goes to a model as its own
+bytes when it needs no resizing, and is decoded when its pixels are first needed, only down to the lowest row a crop
+needs while crops stay in its top half. Decoded task images (reduced past `images.MAX_SOURCE_PIXELS`) and model
+encodings are cached process-wide by blob id in byte-bounded LRUs (`ARENA_IMAGE_CACHE_MB`, default 768); episodes
+do not pin decoded pixels (an evicted image is decoded again). Cached images are shared: never modify one in place.
+`MODEL_PNGS` keeps the PNG sent to a model per content and size setting (the agent makes the data URL, and hands these
+bytes to the recorder with it: `arena.endpoints.transcript.serialised_part`). `PNGS` keeps an image object's PNG
+(`png_of`) by id(image); its entry holds the image, so the id is not reused."""
 
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from typing import Callable, Generic, TypeVar
 
 from PIL import Image
 
-from .images import Decoded, ImageError, MAX_RATIO, encode_png, fit_for_model, load_image, smart_resize
+from .images import (Decoded, ImageError, MAX_RATIO, check_image, encode_png, fit_for_model, load_image,
+                     smart_resize)
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -57,6 +61,8 @@ class LRU(Generic[K, V]):
 DECODED: LRU[tuple, Decoded] = LRU(256, int(os.environ.get("ARENA_IMAGE_CACHE_MB", "768")) << 20,
                                    lambda d: d.nbytes)
 MODEL_PNGS: LRU[tuple, bytes] = LRU(256, 192 << 20, len)
+CHECKED: LRU[tuple, tuple[int, int]] = LRU(4096)
+"""The size of each PNG file checked without decoding (`check_image`), by blob id (a content address)."""
 PNGS: LRU[int, tuple[Image.Image, bytes]] = LRU(64, 96 << 20, lambda k: len(k[1]) + 4 * k[0].width * k[0].height)
 _INFLIGHT: dict[tuple, asyncio.Future] = {}
 
@@ -101,16 +107,25 @@ async def single_flight(key: tuple, cache: LRU | None, compute):
 
 
 def model_png(image: Image.Image, factor: int, min_pixels: int, max_pixels: int,
-              full_size: tuple[int, int] | None = None, path: Path | None = None) -> bytes:
-    """The PNG of `image` smart-resized the way a Qwen-VL processor would (from `full_size` if reduced); a PNG
-    file `path` of plain 8-bit RGB or grey pixels that needs no resizing goes as its own bytes."""
-    width, height, png = *(full_size or image.size), None
-    if path is not None and smart_resize(height, width, factor, min_pixels, max_pixels) == (height, width):
+              full_size: tuple[int, int] | None = None) -> bytes:
+    """The PNG of `image` smart-resized the way a Qwen-VL processor would (from `full_size` if reduced)."""
+    fitted = fit_for_model(image, factor, min_pixels, max_pixels, full_size)  # `image` itself if it fits:
+    return png_of(image) if fitted is image else encode_png(fitted, 1, rle=True)  # its blob's bytes, if kept
+
+
+def file_png(path: Path, factor: int, min_pixels: int, max_pixels: int) -> bytes | None:
+    """The bytes of PNG file `path` when they can go to a model as they are, with no decoding: plain 8-bit RGB or
+    grey pixels (no transparency, no colour profile) at a size a Qwen-VL processor keeps (`smart_resize`). None
+    otherwise, and for a file that cannot be opened as an image (decoding it then says why)."""
+    try:
         with Image.open(path) as im:
-            if im.format == "PNG" and im.mode in ("RGB", "L") and not {"transparency", "icc_profile"} & set(im.info):
-                png = path.read_bytes()
-    fitted = None if png else fit_for_model(image, factor, min_pixels, max_pixels, full_size)  # `image` if it fits:
-    return png or (png_of(image) if fitted is image else encode_png(fitted, 1, rle=True))  # its blob's bytes, if kept
+            (width, height), info = im.size, set(im.info)
+            plain = im.format == "PNG" and im.mode in ("RGB", "L") and not {"transparency", "icc_profile"} & info
+            if not plain or smart_resize(height, width, factor, min_pixels, max_pixels) != (height, width):
+                return None
+        return path.read_bytes()
+    except (OSError, SyntaxError, ValueError):  # (ImageError, from smart_resize, is a ValueError)
+        return None
 
 
 class ContextImage:
@@ -132,16 +147,48 @@ class ContextImage:
 
     @property
     def size(self) -> tuple[int, int] | None:
-        """(width, height) of the full image once decoded, else None."""
+        """(width, height) of the full image once checked or decoded, else None."""
         return self._full_size
 
-    async def decoded(self) -> Decoded:
-        """The pixels (reduced if the file is large) and the full size of the file."""
+    async def check(self) -> None:
+        """Make sure the image can be shown before a request shows it: its size known and within the limits. A PNG
+        file is checked chunk by chunk (`check_image`, once per content while `CHECKED` holds it) and decoded when
+        its pixels are first needed; a file of another format is decoded now (and kept, as `decoded()` keeps it).
+        ImageError names the file."""
+        if self._full_size is not None:
+            return
+        path = self.path
+        size = CHECKED.get((self.blob_id,))
+        if size is None:
+            size = await single_flight(("check", self.blob_id), None, lambda: check_image(path, MAX_RATIO))
+            if size is None:
+                await self.decoded()
+                return
+            CHECKED.put((self.blob_id,), size)
+        self._full_size = size
+
+    async def decoded(self, rows: int | None = None) -> Decoded:
+        """The pixels (reduced if the file is large) and the full size of the file.
+
+        `rows`: only the image's top `rows` rows are needed (a crop above that line). Unless the whole image is at
+        hand, its size is not known yet (`check`) or `rows` is over half its height (then it is decoded whole, for
+        what comes next), a PNG that allows it is decoded down to that row and no further (`Decoded.rows`, kept
+        until a crop needs more)."""
         if self._given is not None:
             return self._given
         path = self.path
-        decoded = await single_flight(("decode", self.blob_id), DECODED,
-                                       lambda: load_image(path, max_ratio=MAX_RATIO))
+        decoded = DECODED.get((self.blob_id,))
+        if decoded is None and rows is not None and self._full_size is not None and rows <= self._full_size[1] // 2:
+            top = DECODED.get((self.blob_id, "top"))
+            if top is None or (top.rows or 0) < rows:
+                top = await single_flight(("top", self.blob_id, rows), None,
+                                          lambda: load_image(path, max_ratio=MAX_RATIO, rows=rows))
+                DECODED.put((self.blob_id, "top") if top.rows is not None else (self.blob_id,), top)
+            return top
+        if decoded is None:
+            decoded = await single_flight(("decode", self.blob_id), DECODED,
+                                          lambda: load_image(path, max_ratio=MAX_RATIO))
+            DECODED.get((self.blob_id, "top"), pop=True)  # (the whole image serves every crop from now on)
         self._full_size = decoded.full_size
         return decoded
 
@@ -149,14 +196,20 @@ class ContextImage:
         return (await self.decoded()).image
 
     async def model_png(self, factor: int, min_pixels: int, max_pixels: int) -> bytes:
-        """The PNG of the image smart-resized for the model (`model_png`); cached per content and size setting."""
+        """The PNG of the image smart-resized for the model: a PNG file that needs nothing done goes as its own
+        bytes, undecoded (`file_png`), any other image through `model_png`; cached per content and size setting."""
         key = (self.blob_id, factor, min_pixels, max_pixels)
         png = MODEL_PNGS.get(key)
+        if png is None and self.path is not None:
+            path = self.path
+            png = await single_flight(("file png", *key), None, lambda: file_png(path, factor, min_pixels, max_pixels))
+            if png is not None:
+                MODEL_PNGS.put(key, png)
         if png is None:
             decoded = await self.decoded()
             try:
                 png = await single_flight(("png", *key), MODEL_PNGS, lambda: model_png(
-                    decoded.image, factor, min_pixels, max_pixels, decoded.full_size, self.path))
+                    decoded.image, factor, min_pixels, max_pixels, decoded.full_size))
             except ImageError as exc:
                 raise ImageError(f"{self.path or f'image {self.blob_id} from {self.source}'}: {exc}") from None
         return png

@@ -102,7 +102,7 @@ class _Run:
                 data, ext = await asyncio.to_thread(dataset.embedded.read, rel)
                 blob_id = await asyncio.to_thread(self.blobs.put, data, ext)
                 image = ContextImage(blob_id, source="task", path=self.blobs.path(blob_id))
-                await image.pil()
+                await image.check()
                 self.images.append(image)
                 continue
             path = dataset.resolve(rel, where=f"{dataset.source}: task {task.id!r} field images[{i}]")
@@ -116,7 +116,7 @@ class _Run:
                 blob_id = await single_flight(("task file", id(blobs), os.fspath(path)), None,
                                               lambda: blobs.put_file(path))
             image = ContextImage(blob_id, source="task", path=path)
-            await image.pil()
+            await image.check()
             self.images.append(image)
 
     def step_from(self, turn: AgentTurn, round_: int, seconds: float, final: bool) -> Step:

@@ -10,6 +10,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 # with the codecs that PIL would otherwise import on the first open or save (`Image.preinit`): in a run's first episode
 from PIL import (BmpImagePlugin, GifImagePlugin, Image, JpegImagePlugin, PngImagePlugin,  # noqa: F401
@@ -57,10 +58,13 @@ def smart_resize(height: int, width: int, factor: int = IMAGE_FACTOR, min_pixels
 
 @dataclass(frozen=True)
 class Decoded:
-    """A decoded image in mode "L" (grey) or "RGB", maybe reduced on load; `full_size` is the file's (width, height)."""
+    """A decoded image in mode "L" (grey) or "RGB", maybe reduced on load; `full_size` is the file's (width, height).
+    `rows`: None for the whole image; else `image` holds only the file's top `rows` rows, full width, not reduced
+    (`load_image(rows=...)`, all a crop above that line needs)."""
 
     image: Image.Image
     full_size: tuple[int, int]
+    rows: int | None = None
 
     @property
     def nbytes(self) -> int:
@@ -77,29 +81,11 @@ def _check_limits(name: str, width: int, height: int, max_ratio: float | None) -
                          f"{max_ratio:g}:1 (Qwen-VL smart_resize)")
 
 
-def load_image(source: str | Path | bytes, name: str | None = None, max_pixels: int | None = None,
-               max_ratio: float | None = None) -> Decoded:
-    """Decode a file or bytes into "L" or "RGB", reduced on load to at most `max_pixels` (JPEG decodes
-    downscaled with `draft`; other formats by an integer `reduce` right after decoding). ImageError names
-    the file and the limit hit: over `Image.MAX_IMAGE_PIXELS`, aspect ratio over `max_ratio`, unreadable."""
-    name = name or ("<bytes>" if isinstance(source, bytes) else str(source))
-    max_pixels = max_pixels or MAX_SOURCE_PIXELS
+@contextlib.contextmanager
+def _reading(name: str) -> Iterator[None]:
+    """Turn what opening, checking or decoding an image raises into an ImageError that names it (`name`)."""
     try:
-        with Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as im:
-            full = im.size
-            _check_limits(name, *full, max_ratio)
-            mode = "L" if im.mode in ("1", "L") else "RGB"
-            if full[0] * full[1] > max_pixels and im.format == "JPEG":
-                factor = math.sqrt(full[0] * full[1] / max_pixels)
-                im.draft(mode, (math.ceil(full[0] / factor), math.ceil(full[1] / factor)))
-            with _DECODING if full[0] * full[1] > GATED_PIXELS else contextlib.nullcontext():
-                im.load()
-                out: Image.Image = im
-                if out.width * out.height > max_pixels:
-                    factor = math.ceil(math.sqrt(out.width * out.height / max_pixels))
-                    out = (out if out.mode in ("L", "RGB", "RGBA", "LA") else out.convert(mode)).reduce(factor)
-            if out.mode != mode:
-                out = out.convert(mode)
+        yield
     except FileNotFoundError as exc:
         raise ImageError(f"{name}: no such image file") from exc
     except Image.DecompressionBombError as exc:
@@ -108,7 +94,66 @@ def load_image(source: str | Path | bytes, name: str | None = None, max_pixels: 
         raise
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ImageError(f"{name}: cannot decode image ({exc})") from exc
-    return Decoded(out, full)
+
+
+def load_image(source: str | Path | bytes, name: str | None = None, max_pixels: int | None = None,
+               max_ratio: float | None = None, rows: int | None = None) -> Decoded:
+    """Decode a file or bytes into "L" or "RGB", reduced on load to at most `max_pixels` (JPEG decodes
+    downscaled with `draft`; other formats by an integer `reduce` right after decoding). ImageError names
+    the file and the limit hit: over `Image.MAX_IMAGE_PIXELS`, aspect ratio over `max_ratio`, unreadable.
+
+    `rows`: only the top `rows` rows are needed. A PNG that is neither interlaced nor animated and needs no
+    reducing is then decoded down to that row and no further (`Decoded.rows`; the pixels are the whole image's
+    top rows exactly); any other image is decoded whole."""
+    name = name or ("<bytes>" if isinstance(source, bytes) else str(source))
+    max_pixels = max_pixels or MAX_SOURCE_PIXELS
+    with _reading(name), Image.open(io.BytesIO(source) if isinstance(source, bytes) else source) as im:
+        full = im.size
+        _check_limits(name, *full, max_ratio)
+        mode = "L" if im.mode in ("1", "L") else "RGB"
+        top = rows is not None and 0 < rows < full[1] and full[0] * full[1] <= max_pixels and _top_only(im, rows)
+        if full[0] * full[1] > max_pixels and im.format == "JPEG":
+            factor = math.sqrt(full[0] * full[1] / max_pixels)
+            im.draft(mode, (math.ceil(full[0] / factor), math.ceil(full[1] / factor)))
+        with _DECODING if full[0] * full[1] > GATED_PIXELS else contextlib.nullcontext():
+            im.load()
+            out: Image.Image = im
+            if out.width * out.height > max_pixels:
+                factor = math.ceil(math.sqrt(out.width * out.height / max_pixels))
+                out = (out if out.mode in ("L", "RGB", "RGBA", "LA") else out.convert(mode)).reduce(factor)
+        if out.mode != mode:
+            out = out.convert(mode)
+    return Decoded(out, full, rows if top else None)
+
+
+def _top_only(im: Image.Image, rows: int) -> bool:
+    """Make an opened, not yet loaded PNG decode only its top `rows` rows: its one tile and its size cut at that
+    row, so that the zlib stream is inflated and unfiltered down to it and no further. False (nothing changed) for
+    anything else: another format, an interlaced or animated PNG, a layout this Pillow does not have."""
+    if im.format != "PNG" or im.info.get("interlace") or getattr(im, "is_animated", False) or len(im.tile) != 1:
+        return False
+    tile = im.tile[0]
+    if tile[0] != "zip" or tuple(tile[1]) != (0, 0, *im.size) or not hasattr(im, "_size"):
+        return False
+    im.tile = [tile._replace(extents=(0, 0, im.width, rows)) if hasattr(tile, "_replace")
+               else (tile[0], (0, 0, im.width, rows), *tile[2:])]
+    im._size = (im.width, rows)
+    return True
+
+
+def check_image(path: Path, max_ratio: float | None = None) -> tuple[int, int] | None:
+    """The (width, height) of a PNG file checked without decoding its pixels: within the limits (as `load_image`),
+    and every chunk whole with a good CRC, down to IEND (a truncated or damaged file fails here; PNG checksums
+    every chunk, so this is what can be known without inflating the pixels). None for a file of another format:
+    decoding it is the only check (`load_image`). ImageError as `load_image`'s."""
+    name = str(path)
+    with _reading(name), Image.open(path) as im:
+        if im.format != "PNG":
+            return None
+        _check_limits(name, *im.size, max_ratio)
+        size = im.size
+        im.verify()
+    return size
 
 
 def decode_image(data: bytes | str | Path, name: str | None = None) -> Image.Image:

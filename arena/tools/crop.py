@@ -105,7 +105,7 @@ def zoom(image: Image.Image, box: tuple[int, int, int, int], full_size: tuple[in
     return out if out.mode == "RGB" else out.convert("RGB")
 
 
-def zoom_encoded(image: Image.Image, box: tuple[int, int, int, int], full_size: tuple[int, int]) -> Image.Image:
+def zoom_encoded(image: Image.Image, box: tuple[int, int, int, int], full_size: tuple[int, int] | None) -> Image.Image:
     """`zoom`, its result's PNG encoded and that PNG's blob id computed at once (`png_of`, `content_id`), in the same
     thread: the episodes sharing the zoom, the first included, store it with no work of their own
     (`BlobStore.known_image`)."""
@@ -147,14 +147,17 @@ class CropTool(Tool):
                 f"(valid: 0..{len(ctx.images) - 1})"
             )
         source = ctx.images[args.img_idx]
-        decoded = await source.decoded()
-        full_width, full_height = decoded.full_size
+        full_width, full_height = source.size or (await source.decoded()).full_size
         box = pixel_box(args.bbox_2d, full_width, full_height, self.relative)
+        decoded = await source.decoded(rows=box[3])  # (a PNG's top rows, down to the box, may be all it decodes)
+        # the pixels' own grid: the file's, or the smaller one they were reduced to (then zoomed from it)
+        grid = decoded.image.size if decoded.rows is None else decoded.full_size
+        scale_from = None if grid == decoded.full_size else decoded.full_size
         if CONTENT_ID.fullmatch(source.blob_id):  # computed once however many episodes ask at the same moment
-            key = ("zoom", source.blob_id, decoded.image.size, decoded.full_size, box)
-            zoomed = await single_flight(key, ZOOMS, lambda: zoom_encoded(decoded.image, box, decoded.full_size))
+            key = ("zoom", source.blob_id, grid, decoded.full_size, box)
+            zoomed = await single_flight(key, ZOOMS, lambda: zoom_encoded(decoded.image, box, scale_from))
         else:
-            zoomed = await asyncio.to_thread(zoom, decoded.image, box, decoded.full_size)
+            zoomed = await asyncio.to_thread(zoom, decoded.image, box, scale_from)
         what = f" ({args.label})" if args.label else ""
         text = f"Zoomed in on {list(box)} (pixels) of image {args.img_idx}{what}."
         data = {"img_idx": args.img_idx, "pixel_box": list(box), "size": list(zoomed.size),

@@ -83,7 +83,8 @@ def known_png(image: Image.Image) -> bytes | None:
 
 async def single_flight(key: tuple, cache: LRU | None, compute):
     """`cache.get(key[1:])`, else `compute()` in a thread, once even when many episodes ask at the same moment (its
-    value then kept in `cache`; with no cache, only shared by those asking while it is computed)."""
+    value then kept in `cache`, unless it is None: nothing to keep; with no cache, only shared by those asking while it
+    is computed)."""
     value = cache.get(key[1:]) if cache is not None else None
     if value is not None:
         return value
@@ -94,7 +95,7 @@ async def single_flight(key: tuple, cache: LRU | None, compute):
     _INFLIGHT[key] = future
     try:
         value = await asyncio.to_thread(compute)
-        if cache is not None:
+        if cache is not None and value is not None:
             cache.put(key[1:], value)
         future.set_result(value)
         return value
@@ -158,13 +159,10 @@ class ContextImage:
         if self._full_size is not None:
             return
         path = self.path
-        size = CHECKED.get((self.blob_id,))
-        if size is None:
-            size = await single_flight(("check", self.blob_id), None, lambda: check_image(path, MAX_RATIO))
-            if size is None:
-                await self.decoded()
-                return
-            CHECKED.put((self.blob_id,), size)
+        size = await single_flight(("check", self.blob_id), CHECKED, lambda: check_image(path, MAX_RATIO))
+        if size is None:  # not a PNG: decoded (which knows its size)
+            await self.decoded()
+            return
         self._full_size = size
 
     async def decoded(self, rows: int | None = None) -> Decoded:
@@ -202,9 +200,8 @@ class ContextImage:
         png = MODEL_PNGS.get(key)
         if png is None and self.path is not None:
             path = self.path
-            png = await single_flight(("file png", *key), None, lambda: file_png(path, factor, min_pixels, max_pixels))
-            if png is not None:
-                MODEL_PNGS.put(key, png)
+            png = await single_flight(("file png", *key), MODEL_PNGS,
+                                      lambda: file_png(path, factor, min_pixels, max_pixels))
         if png is None:
             decoded = await self.decoded()
             try:

@@ -32,7 +32,7 @@ def json_text_problem(text: str, what: str) -> str | None:
 
 def clean_text(text: str | None, field: str, notes: list[str]) -> str | None:
     """`text` with every lone surrogate replaced by U+FFFD; a replacement is noted in `notes`."""
-    if text is None or not _SURROGATE.search(text):
+    if text is None or text.isascii() or not _SURROGATE.search(text):  # (isascii: a flag, not a scan)
         return text
     note = f"{field}: invalid Unicode (lone surrogates) replaced by U+FFFD"
     if note not in notes:
@@ -54,14 +54,17 @@ def clean_value(value: Any, field: str, notes: list[str], depth: int = 0) -> Any
     if kind is dict or (kind is not list and isinstance(value, dict)):
         out = {}
         for key, item in value.items():
-            key = key if type(key) is str and not _SURROGATE.search(key) else clean_text(str(key), field, notes)
-            out[key] = item if type(item) in kept and (type(item) is not str or not _SURROGATE.search(item)) \
+            key = key if type(key) is str and (key.isascii() or not _SURROGATE.search(key)) \
+                else clean_text(str(key), field, notes)
+            out[key] = item if type(item) in kept and (type(item) is not str or item.isascii()
+                                                       or not _SURROGATE.search(item)) \
                 else clean_value(item, field, notes, depth + 1)
         return out
     if kind is list or isinstance(value, (list, tuple)):
         if kept and _NO_TEXT.issuperset(map(type, value)):  # numbers, booleans and nulls only: nothing to clean
             return list(value)
-        return [item if type(item) in kept and (type(item) is not str or not _SURROGATE.search(item))
+        return [item if type(item) in kept and (type(item) is not str or item.isascii()
+                                                or not _SURROGATE.search(item))
                 else clean_value(item, field, notes, depth + 1) for item in value]
     if isinstance(value, str):
         return clean_text(value, field, notes)

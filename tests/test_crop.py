@@ -7,7 +7,8 @@ from PIL import Image
 
 from arena.core import context_image
 from arena.core.blobs import BlobStore
-from arena.core.context_image import LRU, ContextImage
+from arena.core.context_image import ContextImage
+from arena.core.lru import LRU
 from arena.core.dataset import Dataset
 from arena.core.images import encode_png
 from arena.core.task import Task

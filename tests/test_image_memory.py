@@ -11,7 +11,8 @@ from PIL import Image
 
 from arena.core import images
 from arena.core.blobs import BlobStore
-from arena.core.context_image import DECODED, LRU, ContextImage
+from arena.core.context_image import DECODED, ContextImage
+from arena.core.lru import LRU
 from arena.core.dataset import Dataset
 from arena.core.images import Decoded, ImageError, load_image, smart_resize
 from arena.core.task import Task

@@ -603,3 +603,62 @@ def test_a_response_with_lone_surrogates_is_recorded_mended_and_marked(tmp_path)
                                  "arena_note": "invalid Unicode replaced by U+FFFD"}
     assert second["response"] == {"choices": [{"message": {"content": "fine"}}]}
     assert first["request"] == second["request"] == params
+
+
+def test_a_task_png_sent_as_it_is_is_recorded_as_its_stored_blob_without_hashing_it_again(tmp_path, monkeypatch):
+    """A task PNG the model takes at its size goes as its own bytes, read from the run's copy of the file (stored under
+    its content address when the episode started): the transcript refers to that blob without hashing the bytes
+    again, and gives back exactly what the server got. Without a copy (a store in memory), the dataset's file is
+    read and its bytes hashed, as before."""
+    import asyncio
+    import hashlib
+
+    import orjson
+    from PIL import Image
+
+    import arena.core.content_ids as content_ids
+    from arena.core.context_image import ContextImage, MODEL_PNGS
+    from arena.store.calls import read_calls
+
+    data = tmp_path / "data"
+    (data / "images").mkdir(parents=True)
+    scene = Image.linear_gradient("L").resize((280, 224)).convert("RGB")  # 10x8 patches of 28: kept as it is
+    scene.save(data / "images" / "scene.png")
+    sent = (data / "images" / "scene.png").read_bytes()
+    (data / "annotations.jsonl").write_text("".join(json.dumps({
+        "id": f"t{i}", "prompt": [{"role": "user", "content": "<image>Which year?"}],
+        "reward_model": {"ground_truth": "1874"}, "image": ["images/scene.png"]}) + "\n" for i in range(2)))
+
+    hashed: list[bytes] = []
+
+    class Spy:
+        def sha256(self, value=b""):
+            hashed.append(bytes(value))
+            return hashlib.sha256(value)
+    monkeypatch.setattr(content_ids, "hashlib", Spy())
+    with OpenAIStub(lambda request: Reply(content="<answer>1874</answer>")) as server:
+        result = run(RunConfig(data=str(data / "annotations.jsonl"), agent="openai", out=str(tmp_path / "logs"),
+                               judge="normalized", protocol="arena",
+                               agent_options={"model": "qwen", "base_url": server.base_url}))
+        bodies = [body for body, status, _ in server.exchanges if status == 200]
+    assert len(bodies) == 2 and all(base64.b64encode(sent) in body for body in bodies)
+    assert sent not in hashed  # the payload was vouched for by the stored copy, not hashed
+    for episode in result.episodes:
+        [call] = read_calls(result.run_dir, episode.key)
+        assert orjson.dumps(call["request"]) in bodies
+        assert base64.b64decode(call["request"]["messages"][-1]["content"][0]["image_url"]["url"].split(",", 1)[1]) \
+            == sent
+    line = orjson.loads((result.run_dir / "calls.jsonl").read_bytes().splitlines()[0])
+    [ref] = [part["image_url"]["url"]["$image"] for message in line["add"] if isinstance(message, dict)
+             for part in message.get("content", []) if part.get("type") == "image_url"]
+    assert ref == "sha256:" + hashlib.sha256(sent).hexdigest() + ".png"
+    assert BlobStore(result.run_dir / "blobs").get(ref) == sent
+
+    # no copy to read (a store in memory): the dataset's file, hashed when recorded
+    monkeypatch.setattr(content_ids, "_IDS", content_ids.LRU(256))
+    MODEL_PNGS.get(("sha256:no-copy", 28, 3136, 1003520), pop=True)
+    image = ContextImage("sha256:no-copy", source="task", path=data / "images" / "scene.png",
+                         stored=tmp_path / "missing.png")
+    png = asyncio.run(image.model_png(28, 3136, 1003520))
+    assert png == sent and content_ids.known_content_id(png, "png") is None
+    assert content_ids.content_id(png, "png") == ref and hashed[-1] == sent

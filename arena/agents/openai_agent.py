@@ -36,7 +36,6 @@ and sent back verbatim.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import functools
 import json
@@ -155,7 +154,7 @@ class OpenAIAgent(Agent):
         if part is None:
             if as_file and image.path:
                 # a suite's published request (suites/*/protocol.py): the file's own bytes, the type by its name
-                data = await asyncio.to_thread(image.path.read_bytes)
+                data = await image.file_bytes()
             else:
                 data, mime = await image.model_png(*self.sizes(view)), "image/png"
             # episodes that asked at the same moment (a burst cropping one box) awaited together: the first one back

@@ -10,31 +10,14 @@ from pathlib import Path
 
 from PIL import Image
 
-from .context_image import LRU, known_png, png_of
+from .content_ids import content_id, known_content_id
+from .context_image import known_png, png_of
 from .images import decode_image
 
 
 def file_ext(path: str | Path) -> str:
     """The blob extension of a file: its suffix in lower case, `bin` without one."""
     return Path(path).suffix.lstrip(".").lower() or "bin"
-
-
-_IDS: LRU[int, tuple[bytes, str]] = LRU(256, 64 << 20, lambda kept: len(kept[0]))
-
-
-def content_id(data: bytes, ext: str) -> str:
-    """The blob id of `data`; a `bytes` object is hashed once while `_IDS` keeps it, and so its id, to itself."""
-    if (kept := _IDS.get(id(data))) is None:
-        kept = (data, hashlib.sha256(data).hexdigest())
-        if type(data) is bytes:  # a bytearray may change between two puts: never kept
-            _IDS.put(id(data), kept)
-    return f"sha256:{kept[1]}.{ext}"
-
-
-def known_content_id(data: bytes, ext: str) -> str | None:
-    """`content_id(data, ext)` if `_IDS` holds it (no hashing), else None."""
-    kept = _IDS.get(id(data))
-    return None if kept is None else f"sha256:{kept[1]}.{ext}"
 
 
 class BlobStore:
@@ -49,6 +32,12 @@ class BlobStore:
         if algo != "sha256" or not name or "/" in name or name.startswith("."):
             raise ValueError(f"not a blob id: {blob_id!r}")
         return self.root / algo / name[:2] / name[2:]
+
+    def content_file(self, blob_id: str) -> Path | None:
+        """The file this store keeps `blob_id`'s bytes in (written once under their content address, never changed),
+        for a blob it has stored; None for a store that keeps no such file (one in memory). Reading it gives bytes
+        whose content id is `blob_id` with no hashing (`content_ids.vouch`)."""
+        return self.path(blob_id)
 
     def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
         """Store `data`; its id is the hash of its bytes, or `blob_id` when the caller has that id already."""

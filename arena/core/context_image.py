@@ -14,49 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
-from collections import OrderedDict
 from pathlib import Path
-from typing import Callable, Generic, TypeVar
+from typing import Callable
 
 from PIL import Image
 
+from .content_ids import vouch
 from .images import (Decoded, ImageError, MAX_RATIO, check_image, encode_png, fit_for_model, load_image,
                      smart_resize)
-
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class LRU(Generic[K, V]):
-    """A thread-safe least-recently-used cache bounded by entry count and by total weight (bytes)."""
-
-    def __init__(self, maxsize: int, max_bytes: int | None = None, weigh: Callable[[V], int] | None = None):
-        self.maxsize = maxsize
-        self.max_bytes = max_bytes
-        self.weigh = weigh or (lambda value: 0)
-        self.bytes = 0
-        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: K, pop: bool = False) -> V | None:
-        with self._lock:
-            if key not in self._items:
-                return None
-            self._items.move_to_end(key)
-            value, weight = self._items.pop(key) if pop else self._items[key]
-            self.bytes -= weight if pop else 0
-            return value
-
-    def put(self, key: K, value: V) -> None:
-        weight = self.weigh(value)
-        with self._lock:
-            self.bytes += weight - (self._items.pop(key)[1] if key in self._items else 0)
-            self._items[key] = (value, weight)
-            while len(self._items) > self.maxsize or (
-                    self.max_bytes is not None and self.bytes > self.max_bytes and len(self._items) > 1):
-                self.bytes -= self._items.popitem(last=False)[1][1]
-
+from .lru import LRU
 
 DECODED: LRU[tuple, Decoded] = LRU(256, int(os.environ.get("ARENA_IMAGE_CACHE_MB", "768")) << 20,
                                    lambda d: d.nbytes)
@@ -137,12 +103,16 @@ class ContextImage:
     however often it is cropped, and once for all the episodes that show it while it stays in the cache. A task
     image's pixels may be reduced (see `decoded()`); `size` is the file's."""
 
-    def __init__(self, blob_id: str, *, source: str, image: Image.Image | None = None, path: Path | None = None):
+    def __init__(self, blob_id: str, *, source: str, image: Image.Image | None = None, path: Path | None = None,
+                 stored: Path | None = None):
         if image is None and path is None:
             raise ValueError("ContextImage needs an image or a path")
         self.blob_id = blob_id
         self.source = source
         self.path = path
+        self.stored = stored
+        """The run's copy of the file under its content address (`BlobStore.content_file`), or None: the bytes sent as
+        they are come from it, so they are known to be `blob_id`'s without hashing them (`content_ids.vouch`)."""
         self._full_size: tuple[int, int] | None = image.size if image is not None else None
         self._given = Decoded(image, self._full_size) if image is not None else None
 
@@ -193,15 +163,35 @@ class ContextImage:
     async def pil(self) -> Image.Image:
         return (await self.decoded()).image
 
+    async def file_bytes(self) -> bytes:
+        """The file's own bytes (an image from a file): read from the run's copy where there is one."""
+        if self.path is None:
+            raise ValueError(f"image {self.blob_id} from {self.source} has no file")
+        return await asyncio.to_thread(self._read_file, lambda path: path.read_bytes())
+
+    def _read_file(self, read: Callable[..., bytes | None], *args: object) -> bytes | None:
+        """`read(file, *args)` of the run's copy, the bytes it gives vouched for as `blob_id`'s; of `path` when there
+        is no copy (none kept, or gone) or reading it raises OSError."""
+        if self.stored is not None and self.stored.is_file():
+            try:
+                data = read(self.stored, *args)
+            except OSError:  # (the copy gone: the file as without one)
+                pass
+            else:
+                if data is not None:
+                    vouch(data, self.blob_id)
+                return data
+        assert self.path is not None
+        return read(self.path, *args)
+
     async def model_png(self, factor: int, min_pixels: int, max_pixels: int) -> bytes:
         """The PNG of the image smart-resized for the model: a PNG file that needs nothing done goes as its own
         bytes, undecoded (`file_png`), any other image through `model_png`; cached per content and size setting."""
         key = (self.blob_id, factor, min_pixels, max_pixels)
         png = MODEL_PNGS.get(key)
         if png is None and self.path is not None:
-            path = self.path
             png = await single_flight(("file png", *key), MODEL_PNGS,
-                                      lambda: file_png(path, factor, min_pixels, max_pixels))
+                                      lambda: self._read_file(file_png, factor, min_pixels, max_pixels))
         if png is None:
             decoded = await self.decoded()
             try:

@@ -101,7 +101,8 @@ class _Run:
             if dataset.embedded is not None and dataset.embedded.owns(rel):
                 data, ext = await asyncio.to_thread(dataset.embedded.read, rel)
                 blob_id = await asyncio.to_thread(self.blobs.put, data, ext)
-                image = ContextImage(blob_id, source="task", path=self.blobs.path(blob_id))
+                image = ContextImage(blob_id, source="task", path=self.blobs.path(blob_id),
+                                     stored=self.blobs.content_file(blob_id))
                 await image.check()
                 self.images.append(image)
                 continue
@@ -115,7 +116,7 @@ class _Run:
                 blobs = self.blobs
                 blob_id = await single_flight(("task file", id(blobs), os.fspath(path)), None,
                                               lambda: blobs.put_file(path))
-            image = ContextImage(blob_id, source="task", path=path)
+            image = ContextImage(blob_id, source="task", path=path, stored=self.blobs.content_file(blob_id))
             await image.check()
             self.images.append(image)
 

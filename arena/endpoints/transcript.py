@@ -41,7 +41,7 @@ from typing import Any, Hashable, Literal, Protocol
 import httpx
 import orjson
 
-from arena.core.context_image import LRU
+from arena.core.lru import LRU
 
 Role = Literal["agent", "judge"]
 

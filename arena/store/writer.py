@@ -53,7 +53,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from arena.core.blobs import BlobStore, content_id
+from arena.core.blobs import BlobStore
+from arena.core.content_ids import content_id
 from arena.core.jsonl import Appender
 
 from .calls import TranscriptWriter

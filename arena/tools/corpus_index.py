@@ -20,7 +20,7 @@ from stat import S_ISREG
 
 import numpy as np
 
-from arena.core.context_image import LRU
+from arena.core.lru import LRU
 from arena.core.dataset import DatasetError
 
 

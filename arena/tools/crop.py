@@ -23,8 +23,9 @@ from typing import Literal
 from PIL import Image
 from pydantic import BaseModel, Field
 
-from arena.core.blobs import content_id
-from arena.core.context_image import LRU, png_of, single_flight
+from arena.core.content_ids import content_id
+from arena.core.context_image import png_of, single_flight
+from arena.core.lru import LRU
 from arena.core.images import ImageError, smart_resize
 from arena.core.tool import Tool, ToolArgumentError, ToolContext, ToolOptions, ToolResult, register_tool
 

@@ -33,7 +33,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from arena.core.blobs import BlobStore, content_id, file_ext
+from arena.core.blobs import BlobStore, file_ext
+from arena.core.content_ids import content_id
 from arena.endpoints import transcript
 from arena.runs.allocator import keep_freed_memory
 from arena.runs.config import EndpointLimit, RunConfig
@@ -61,6 +62,9 @@ class MemoryBlobStore(BlobStore):
         self.new: dict[str, bytes] = {}
         self.stored = stored
         self.files: dict[str, Path] = {}  # task files known by id only, read if asked for
+
+    def content_file(self, blob_id: str) -> Path | None:
+        return None  # (a task file known by id is the dataset's, which may change: not a content-addressed copy)
 
     def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
         blob_id = blob_id or content_id(data, ext)

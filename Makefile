@@ -38,6 +38,7 @@ bench: $(BENCH_STAMP) chromium
 	$(PY) bench/peers.py --readme docs/benchmarks.md
 	$(PY) bench/peers.py --harness arena inspect floor --tasks 64 --images 1 --size 1316x728 --noise 1 --repeats 3 --floor-readme docs/benchmarks.md
 	$(PY) bench/wall_timeline.py
+	$(PY) bench/instructions.py --readme docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) logs .pytest_cache

@@ -3,23 +3,17 @@ the object it ran in (a call's inclusive cost, which callgrind writes after `cal
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.bench_scripts import bench_script
 
 
 def _instructions():
-    sys.path.insert(0, str(ROOT / "bench"))
-    spec = importlib.util.spec_from_file_location("bench_instructions", ROOT / "bench" / "instructions.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_script("instructions")
 
 
 def test_costs_go_to_the_object_they_ran_in_and_a_calls_inclusive_cost_is_not_counted_again(tmp_path):

@@ -5,7 +5,6 @@ reference `peers._reply` does, byte for byte, counts the requests and their byte
 from __future__ import annotations
 
 import http.client
-import importlib.util
 import json
 import re
 import subprocess
@@ -16,14 +15,13 @@ from pathlib import Path
 
 import orjson
 
+from tests.support.bench_scripts import bench_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _peers():
-    spec = importlib.util.spec_from_file_location("peers", ROOT / "bench" / "peers.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_script("peers", "peers")
 
 
 def _bodies() -> list[bytes]:

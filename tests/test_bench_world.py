@@ -3,21 +3,13 @@ noise), so a measurement with another image weight never runs on the last one's 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.bench_scripts import bench_script
 
 
 def _peers():
-    sys.path.insert(0, str(ROOT / "bench"))
-    spec = importlib.util.spec_from_file_location("peers_world", ROOT / "bench" / "peers.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_script("peers", "peers_world")
 
 
 def test_a_kept_world_is_reused_only_for_its_own_workload(tmp_path):

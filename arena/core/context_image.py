@@ -167,7 +167,9 @@ class ContextImage:
         """The file's own bytes (an image from a file): read from the run's copy where there is one."""
         if self.path is None:
             raise ValueError(f"image {self.blob_id} from {self.source} has no file")
-        return await asyncio.to_thread(self._read_file, lambda path: path.read_bytes())
+        data = await asyncio.to_thread(self._read_file, Path.read_bytes)
+        assert data is not None  # (read_bytes gives bytes or raises)
+        return data
 
     def _read_file(self, read: Callable[..., bytes | None], *args: object) -> bytes | None:
         """`read(file, *args)` of the run's copy, the bytes it gives vouched for as `blob_id`'s; of `path` when there

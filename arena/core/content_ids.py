@@ -4,8 +4,12 @@ most once while it stays in `_IDS`, and not at all when the caller can vouch for
 from __future__ import annotations
 
 import hashlib
+import re
 
 from .lru import LRU
+
+CONTENT_ID = re.compile(r"sha256:([0-9a-f]{64})\.\w+")
+"""A blob id that names its content (its digest captured): safe as a cache key, and what `vouch` can vouch for."""
 
 _IDS: LRU[int, tuple[bytes, str]] = LRU(256, 64 << 20, lambda kept: len(kept[0]))
 """The SHA-256 hex digest of a `bytes` object, by its id (the entry holds the object, so the id is not reused)."""
@@ -29,8 +33,8 @@ def known_content_id(data: bytes, ext: str) -> str | None:
 def vouch(data: bytes, blob_id: str) -> None:
     """Take `blob_id`'s digest as the content address of `data` without hashing it: for bytes just read from the
     file a blob store keeps under that id (written once, by content, never changed), such as the run's copy of a task
-    image. `content_id(data, ...)` then costs nothing. Anything but a `bytes` object and a `sha256:` id is ignored."""
-    algo, _, name = blob_id.partition(":")
-    digest = name.partition(".")[0]
-    if type(data) is bytes and algo == "sha256" and len(digest) == 64:
-        _IDS.put(id(data), (data, digest))
+    image. `content_id(data, ...)` then costs nothing. Anything but a `bytes` object and an id that names its
+    content (`CONTENT_ID`) is ignored."""
+    named = CONTENT_ID.fullmatch(blob_id)
+    if type(data) is bytes and named is not None:
+        _IDS.put(id(data), (data, named.group(1)))

@@ -20,8 +20,8 @@ from stat import S_ISREG
 
 import numpy as np
 
-from arena.core.lru import LRU
 from arena.core.dataset import DatasetError
+from arena.core.lru import LRU
 
 
 @contextmanager

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 from typing import Literal
 
 from PIL import Image
 from pydantic import BaseModel, Field
 
-from arena.core.content_ids import content_id
+from arena.core.content_ids import CONTENT_ID, content_id
 from arena.core.context_image import png_of, single_flight
-from arena.core.lru import LRU
 from arena.core.images import ImageError, smart_resize
+from arena.core.lru import LRU
 from arena.core.tool import Tool, ToolArgumentError, ToolContext, ToolOptions, ToolResult, register_tool
 
 MIN_SIDE = 28
@@ -39,7 +38,6 @@ MAX_COORDINATE = 1_000_000  # beyond this a box is a mistake, not an overshoot t
 # zoomed image, then a line break + "</tool_response>"; used when the task asks for the published layout
 # (`--protocol original`, suites/vistahop/protocol.py). An integer is the position of a returned image.
 PUBLISHED_LAYOUT = ("<tool_response>\nHere is the zoomed image:", 0, "\n</tool_response>")
-CONTENT_ID = re.compile(r"sha256:[0-9a-f]{64}\.\w+")  # a blob id that names its content: safe as a cache key
 # (source blob id, decoded size, full size, pixel box) -> the zoomed image
 ZOOMS: LRU[tuple, Image.Image] = LRU(64, 128 << 20, lambda image: 4 * image.width * image.height)
 
@@ -106,7 +104,8 @@ def zoom(image: Image.Image, box: tuple[int, int, int, int], full_size: tuple[in
     return out if out.mode == "RGB" else out.convert("RGB")
 
 
-def zoom_encoded(image: Image.Image, box: tuple[int, int, int, int], full_size: tuple[int, int] | None) -> Image.Image:
+def zoom_encoded(image: Image.Image, box: tuple[int, int, int, int],
+                 full_size: tuple[int, int] | None) -> Image.Image:
     """`zoom`, its result's PNG encoded and that PNG's blob id computed at once (`png_of`, `content_id`), in the same
     thread: the episodes sharing the zoom, the first included, store it with no work of their own
     (`BlobStore.known_image`)."""

@@ -71,7 +71,7 @@ def by_object(path: Path) -> Counter[str]:
                 current = names.get(match.group(1), "?") if match else line[3:]
         elif line.startswith("calls="):
             skip = True
-        elif line[:1].isdigit() or line[:1] in "+-*":
+        elif line[:1].isdigit() or (line[:1] and line[:1] in "+-*"):  # a cost line (an empty one is not)
             if skip:
                 skip = False
                 continue

@@ -20,9 +20,11 @@ import pytest
 
 from arena.core import blobs
 from arena.core.blobs import BlobStore
+from arena.core.content_ids import content_id
 from arena.core.jsonl import append_line
 from arena.judges.llm import JudgeCache
 from arena.store import file_digests, shared_appends
+from arena.store.file_digests import TaskFileBlobs
 from arena.store import writer as writer_module
 from arena.runs.config import RunConfig
 from arena.runs.finishing import RunAppender
@@ -458,19 +460,47 @@ def test_writes_ending_together_wake_the_event_loop_once() -> None:
     assert results == list(range(100)) and wakeups == 1
 
 
-@pytest.mark.parametrize("wait", [False, True])
+@pytest.mark.parametrize("kind", ["writer", "writer, waiting", "worker"])
 def test_a_blob_seen_stored_is_put_again_without_a_path_or_a_stat(tmp_path: Path, writer: RunWriter, monkeypatch,
-                                                                   wait: bool) -> None:
+                                                                   kind: str) -> None:
     """The same image in every round and episode of a run: once the store has written it (or found it on disk), a
-    put of it returns its id at once, with no path built and no stat."""
-    store = WriterBlobStore(tmp_path / "blobs", writer, wait=wait)
+    put of it returns its id at once, with no path built and no stat; so in a worker process, whose store writes
+    the run's blobs itself (`TaskFileBlobs`), and which then `holds` it."""
+    def made() -> BlobStore:
+        if kind == "worker":
+            return TaskFileBlobs(tmp_path / "blobs")
+        return WriterBlobStore(tmp_path / "blobs", writer, wait=kind == "writer, waiting")
+    store = made()
     first = store.put(b"an image", "png")
     writer.flush()
-    other = WriterBlobStore(tmp_path / "blobs", writer)  # another store of the run's blobs: finds it on disk
+    other = made()  # another store of the run's blobs: finds it on disk
+    assert not other.holds(first)
     assert other.put(b"an image", "png") == first and store.get(first) == b"an image"
     for seen in (store, other):
         monkeypatch.setattr(seen, "path", lambda blob_id: pytest.fail("a path built for a blob seen stored"))
         assert seen.put(b"an image", "png", blob_id=first) == first == seen.put(b"an image", "png")
+        assert seen.holds(first)
+
+
+def test_a_worker_store_answers_a_stored_task_file_and_crop_on_the_event_loop(tmp_path: Path, monkeypatch) -> None:
+    """A worker's store (`TaskFileBlobs`) answers what it has stored without a thread: a task file unchanged since
+    its `put_file` (`held_file`: a stat), a crop it has written (`known_image`); a file rewritten since, or one it
+    has not stored, is again a thread's work (None)."""
+    monkeypatch.setattr(file_digests, "time_ns", lambda: time.time_ns() + 10_000_000_000)  # the file has settled
+    photo = tmp_path / "photo.png"
+    scene(64, 48).save(photo, format="PNG")
+    store = TaskFileBlobs(tmp_path / "run" / "blobs")
+    assert store.held_file(photo) is None
+    task = store.put_file(photo)
+    assert store.held_file(photo) == task and store.get(task) == photo.read_bytes()
+    assert TaskFileBlobs(tmp_path / "run" / "blobs").held_file(photo) is None  # (not stored through that one)
+    zoomed = crop_module.zoom_encoded(scene(640, 480).convert("RGB"), (100, 100, 300, 200), (640, 480))
+    assert store.known_image(zoomed) is None  # not written yet: a thread writes it
+    crop = store.put_image(zoomed)
+    assert store.known_image(zoomed) == crop and store.path(crop).read_bytes() == blobs.png_of(zoomed)
+    scene(64, 49).save(photo, format="PNG")  # rewritten: its new bytes must be stored under their own id
+    assert store.held_file(photo) is None
+    assert store.put_file(photo) != task and store.held_file(photo) == content_id(photo.read_bytes(), "png")
 
 
 def test_a_batch_of_episodes_takes_the_runs_append_lock_twice_not_per_line(tmp_path: Path, monkeypatch) -> None:

@@ -206,7 +206,33 @@ def put_task_file(blobs: BlobStore, path: str | Path) -> str:
 class TaskFileBlobs(BlobStore):
     """A run's blob store written directly (by a worker process, not through the run writer) whose `put_file` stores
     a task file under its remembered digest (`put_task_file`): the episodes of a task after the first neither copy
-    nor hash its image again."""
+    nor hash its image again.
+
+    It remembers the ids it has seen on disk (blobs are never removed in a run): a blob put again (the same image
+    or system prompt in another round or episode) costs no path and no `stat`; `holds` answers on an event loop,
+    and so does `held_file` for a task file it has stored, once a `put_file` has looked up the digests in use."""
+
+    def __init__(self, root: str | Path):
+        super().__init__(root)
+        self._stored: set[str] = set()
+        self._digests: FileDigests | None = None  # the task files' digests `put_file` last used (`held_file`)
+
+    def write(self, blob_id: str | None, data: bytes | Path, ext: str = "bin") -> str:
+        if blob_id is not None and blob_id in self._stored:
+            return blob_id
+        stored = super().write(blob_id, data, ext)
+        self._stored.add(stored)
+        return stored
 
     def put_file(self, path: str | Path) -> str:
-        return put_task_file(self, path)
+        self._digests = digests()  # (the environment names them: looked up here, off the event loop)
+        stored = put_task_file(self, path)
+        self._stored.add(stored)
+        return stored
+
+    def holds(self, blob_id: str) -> bool:
+        return blob_id in self._stored
+
+    def held_file(self, path: str | Path) -> str | None:
+        known = self._digests.known(os.fspath(path)) if self._digests is not None else None
+        return known if known is not None and known in self._stored else None

@@ -53,12 +53,11 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from arena.core.blobs import BlobStore
 from arena.core.content_ids import content_id
 from arena.core.jsonl import Appender
 
 from .calls import TranscriptWriter
-from .file_digests import FileDigests, digests, put_task_file, remembered
+from .file_digests import TaskFileBlobs, digests, put_task_file, remembered
 from .shared_appends import SharedAppends
 
 T = TypeVar("T")
@@ -424,7 +423,7 @@ class LoopHandoff:
                 self.loop.call_exception_handler({"message": "LoopHandoff callback failed", "exception": exc})
 
 
-class WriterBlobStore(BlobStore):
+class WriterBlobStore(TaskFileBlobs):
     """A run's blob store whose writes go through the run writer: `put` returns the id at once (the write is
     queued, atomic as ever; nothing is queued for a blob already on disk), reads see blobs still waiting to be
     written. With `wait`, `put` returns once the blob is on disk (for callers off the event loop that may read it
@@ -438,8 +437,6 @@ class WriterBlobStore(BlobStore):
         super().__init__(root)
         self.writer, self.wait = writer, wait
         self._pending: dict[str, bytes] = {}
-        self._stored: set[str] = set()  # ids seen on disk through this store (blobs are never removed in a run)
-        self._digests: FileDigests | None = None  # the task files' digests `put_file` last used (`held_file`)
         self._lock = threading.Lock()
 
     def put(self, data: bytes, ext: str = "png", blob_id: str | None = None) -> str:
@@ -474,13 +471,6 @@ class WriterBlobStore(BlobStore):
         stored = self.writer._put(APPEND, None, put_task_file, (self, where)).result()
         self._stored.add(stored)
         return stored
-
-    def holds(self, blob_id: str) -> bool:
-        return blob_id in self._stored
-
-    def held_file(self, path: str | Path) -> str | None:
-        known = self._digests.known(os.fspath(path)) if self._digests is not None else None
-        return known if known is not None and known in self._stored else None
 
     def _write(self, blob_id: str, data: bytes) -> None:
         try:

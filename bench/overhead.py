@@ -76,9 +76,14 @@ MANY_CORES = 8
 """Below this many cores the 4096-way row is skipped: 2 cores cannot show what it measures."""
 
 
+STUB = HERE / "bench" / "tiny_stub.py"
+"""The scripted model's server: the benchmarks' lean one (`bench/stub_server.py`), which shares the cores with the
+harness it answers and so is made to cost as little as a server can."""
+
+
 def serve(delay: float, two_crops: bool = False) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "tests.support.openai_server", "--delay", str(delay),
-                             *(["--two-crops"] if two_crops else [])], cwd=HERE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, str(STUB), "--delay", str(delay), *(["--two-crops"] if two_crops else [])],
+                            cwd=HERE, stdout=subprocess.PIPE, text=True)
     return proc, proc.stdout.readline().strip()
 
 
@@ -86,8 +91,8 @@ def serve_many(delay: float, spread: float, processes: int) -> tuple[list[subpro
     """The stub from `processes` processes sharing one port (SO_REUSEPORT), each drawing its delays from its own
     seeded generator; the first picks the port."""
     def start(port: int, seed: int) -> tuple[subprocess.Popen, str]:
-        proc = subprocess.Popen([sys.executable, "-m", "tests.support.openai_server", "--delay", str(delay),
-                                 "--spread", str(spread), "--seed", str(seed), "--port", str(port), "--reuse-port"],
+        proc = subprocess.Popen([sys.executable, str(STUB), "--delay", str(delay), "--spread", str(spread),
+                                 "--seed", str(seed), "--port", str(port), "--reuse-port"],
                                 cwd=HERE, stdout=subprocess.PIPE, text=True)
         return proc, proc.stdout.readline().strip()
     first, url = start(0, 0)

@@ -22,12 +22,17 @@ was read] (seconds since the epoch, `time.time()`), from which `bench/wall_timel
 run reached the server.
 
     serve(delay, answer)   # answer(buffer, length) -> the whole HTTP response, from replies encoded beforehand
+
+`bench/overhead.py` serves its tiny dataset's script with it too (`--spread`: lognormal delays of mean `delay`;
+`port` + `reuse_port`: several processes share one port; `buffer`: body buffers sized for its ~20 KB requests).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import random
 import socket
 import threading
 import time
@@ -100,15 +105,16 @@ class _Buffers:
     """Body buffers shared by all connections: the `ready` made at start-up, and more whenever more bodies than that
     are read at the same moment."""
 
-    def __init__(self, ready: int = 0) -> None:
-        self.free: list[bytearray] = [bytearray(BUFFER) for _ in range(ready)]  # zero-filled, so already paged in
+    def __init__(self, ready: int = 0, size: int = BUFFER) -> None:
+        self.size = size
+        self.free: list[bytearray] = [bytearray(size) for _ in range(ready)]  # zero-filled, so already paged in
         self.lock = threading.Lock()
 
     def take(self, length: int) -> bytearray:
         """A free buffer of at least `length` bytes (a new one if none is free, or the one taken is too small)."""
         with self.lock:
             buffer = self.free.pop() if self.free else None
-        return buffer if buffer is not None and len(buffer) >= length else bytearray(max(length, BUFFER))
+        return buffer if buffer is not None and len(buffer) >= length else bytearray(max(length, self.size))
 
     def give(self, buffer: bytearray) -> None:
         with self.lock:
@@ -118,7 +124,7 @@ class _Buffers:
 class _Connection:
     """One client connection: reads requests one after the other and answers each."""
 
-    def __init__(self, sock: socket.socket, delay: float, answer: Answer, stats: dict[str, int],
+    def __init__(self, sock: socket.socket, delay: Callable[[], float], answer: Answer, stats: dict[str, int],
                  lock: threading.Lock, buffers: _Buffers, number: int, arrivals: list[tuple[int, float, float]]):
         self.sock, self.delay, self.answer, self.stats, self.lock = sock, delay, answer, stats, lock
         self.buffers, self.number, self.arrivals = buffers, number, arrivals
@@ -170,8 +176,9 @@ class _Connection:
             self.stats["requests"] += 1
             self.stats["bytes"] += length
             self.arrivals.append((self.number, seen, read))
-        if self.delay:
-            time.sleep(self.delay)
+        wait = self.delay()
+        if wait:
+            time.sleep(wait)
         self.sock.sendall(reply)
         return self._shift(end + 4 + length, got)
 
@@ -196,19 +203,35 @@ class _Connection:
         return rest
 
 
-def serve(delay: float, answer: Answer) -> None:
+def delays(delay: float, spread: float = 0.0, seed: int = 0) -> Callable[[], float]:
+    """Each reply's delay: `delay`, or with `spread` > 0 `delay` times a lognormal factor of mean 1 (sigma `spread`,
+    drawn from a generator seeded with `seed`, under a lock: the connections' threads draw in turn)."""
+    if not spread:
+        return lambda: delay
+    draw, lock = random.Random(seed), threading.Lock()
+
+    def wait() -> float:
+        with lock:
+            return delay * math.exp(draw.gauss(-spread * spread / 2, spread))
+    return wait
+
+
+def serve(delay: float, answer: Answer, *, spread: float = 0.0, seed: int = 0, port: int = 0,
+          reuse_port: bool = False, buffer: int = BUFFER, ready: int = READY) -> None:
     """Listen on 127.0.0.1 (the URL, ending in /v1, printed on the first line) and answer every POST with
     `answer(buffer, length)` (the body is `buffer[:length]`; a whole HTTP response, pre-encoded) after `delay`
-    seconds."""
-    stats, lock, buffers = {"requests": 0, "bytes": 0}, threading.Lock(), _Buffers(READY)
+    seconds (`delays`: with `spread`, drawn per request). `port` with `reuse_port`: share the port with other
+    processes (Linux SO_REUSEPORT spreads the connections over them). `buffer`: the least size of a body buffer,
+    `ready` of them made at start-up."""
+    stats, lock, buffers = {"requests": 0, "bytes": 0}, threading.Lock(), _Buffers(ready, buffer)
     arrivals: list[tuple[int, float, float]] = []
-    listener = socket.create_server(("127.0.0.1", 0), backlog=512)
+    wait = delays(delay, spread, seed)
+    listener = socket.create_server(("127.0.0.1", port), backlog=512, reuse_port=reuse_port)
     print(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", flush=True)
     number = 0
     while True:
         sock, _ = listener.accept()
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         number += 1
-        connection = _Connection(sock, delay, answer, stats, lock, buffers, number, arrivals)
+        connection = _Connection(sock, wait, answer, stats, lock, buffers, number, arrivals)
         threading.Thread(target=connection.serve, daemon=True).start()
-

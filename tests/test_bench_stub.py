@@ -79,3 +79,49 @@ def test_stub_answers_as_the_reference_and_counts_bytes():
     finally:
         server.terminate()
         server.wait()
+
+
+def test_overheads_lean_stub_answers_as_the_tests_stub_and_draws_the_same_delays():
+    """`bench/tiny_stub.py` (the lean server `bench/overhead.py` now starts) answers the tiny dataset's script as the
+    tests' `ChatServer` stub (`python -m tests.support.openai_server`) does, byte for byte, crop-search-answer and
+    crop-crop-answer; two processes share one port (`--reuse-port`); its lognormal delays are the tests' stub's, draw
+    for draw."""
+    from tests.support.openai_server import bench_responder
+
+    stub_server = bench_script("stub_server", "stub_server")
+    bodies = _bodies()
+    for two_crops in (False, True):
+        flag = ["--two-crops"] if two_crops else []
+        lean = subprocess.Popen([sys.executable, str(ROOT / "bench" / "tiny_stub.py"), "--reuse-port", *flag],
+                                stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        tests = subprocess.Popen([sys.executable, "-m", "tests.support.openai_server", *flag],
+                                 stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        second = None
+        try:
+            url = urllib.parse.urlsplit(lean.stdout.readline().strip())
+            second = subprocess.Popen([sys.executable, str(ROOT / "bench" / "tiny_stub.py"), "--reuse-port",
+                                       "--port", str(url.port), *flag], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+            assert second.stdout.readline().strip() == f"http://127.0.0.1:{url.port}/v1"  # the same port
+            reference = urllib.parse.urlsplit(tests.stdout.readline().strip())
+            answers = []
+            for where in (url, reference):
+                answered = []
+                for body in bodies:  # a new connection each: SO_REUSEPORT spreads them over both processes
+                    connection = http.client.HTTPConnection(where.hostname, where.port)
+                    connection.request("POST", where.path + "/chat/completions", body,
+                                       {"Content-Type": "application/json"})
+                    response = connection.getresponse()
+                    answered.append((response.status, response.read()))
+                    connection.close()
+                answers.append(answered)
+            assert answers[0] == answers[1]
+            contents = {json.loads(data)["choices"][0]["message"]["content"] for _, data in answers[0]}
+            assert len(contents) == 3 and any(("[100, 450" in c) == two_crops for c in contents if "bbox_2d" in c)
+        finally:
+            for proc in (lean, tests, second):
+                if proc is not None:
+                    proc.terminate()
+    respond, wait = bench_responder(0.2, spread=0.5, seed=3), stub_server.delays(0.2, 0.5, 3)
+    draws = [wait() for _ in range(50)]
+    assert draws == [respond({"messages": []}).delay for _ in range(50)] and len(set(draws)) == 50
+    assert stub_server.delays(0.2)() == 0.2

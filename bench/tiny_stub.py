@@ -1,5 +1,7 @@
-"""The scripted model of `bench/overhead.py` (the tiny dataset's crop, then search or a second crop, then answer:
-`tests.support.openai_server.bench_responder`) served by the benchmarks' lean server (`bench/stub_server.py`).
+"""The scripted model of `bench/overhead.py`, served by the benchmarks' lean server (`bench/stub_server.py`).
+
+The script is the tiny dataset's: crop, then search (or a second crop), then answer
+(`tests.support.openai_server.bench_responder`).
 
 `tests.support.openai_server` serves the same script through the tests' `ChatServer` (a `ThreadingHTTPServer`,
 every body parsed); on the benchmark's machine the stub shares the cores with the harness it answers, so it is made
@@ -11,7 +13,6 @@ start-up.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 import stub_server  # noqa: E402
 
-from tests.support.openai_server import bench_responder, completion_body  # noqa: E402
+from tests.support.openai_server import bench_responder, bench_server_options, completion_body  # noqa: E402
 
 BODY_BUFFER = 1 << 16
 """The tiny dataset's requests are ~20 KB: 64 KiB body buffers, none made ahead (a larger body gets its own)."""
@@ -39,14 +40,7 @@ def answer_chooser(two_crops: bool = False) -> stub_server.Answer:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--delay", type=float, default=0.0)
-    parser.add_argument("--two-crops", action="store_true", help="crop, crop, answer (else crop, search, answer)")
-    parser.add_argument("--spread", type=float, default=0.0, help="lognormal sigma of the delay (0: fixed)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--reuse-port", action="store_true", help="share the port with other server processes")
-    args = parser.parse_args()
+    args = bench_server_options(__doc__.splitlines()[0]).parse_args()
     stub_server.serve(args.delay, answer_chooser(args.two_crops), spread=args.spread, seed=args.seed,
                       port=args.port, reuse_port=args.reuse_port, buffer=BODY_BUFFER, ready=0)
 

@@ -20,6 +20,7 @@ them), so that the server is not the bottleneck of a benchmark.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import random
@@ -99,20 +100,21 @@ def bench_responder(delay: float, two_crops: bool = False, spread: float = 0.0, 
     return respond
 
 
-if __name__ == "__main__":
-    import argparse
-    import sys
-
-    parser = argparse.ArgumentParser(description="Serve the benchmark's scripted model on 127.0.0.1.")
+def bench_server_options(description: str) -> argparse.ArgumentParser:
+    """The command line of a server of `bench_responder`'s script (this module's, and `bench/tiny_stub.py`'s)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--two-crops", action="store_true", help="crop, crop, answer (else crop, search, answer)")
     parser.add_argument("--spread", type=float, default=0.0, help="lognormal sigma of the delay (0: fixed)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--reuse-port", action="store_true", help="share the port with other server processes")
-    args = parser.parse_args()
+    return parser
+
+
+if __name__ == "__main__":
+    args = bench_server_options("Serve the benchmark's scripted model on 127.0.0.1.").parse_args()
     server = OpenAIStub(bench_responder(args.delay, args.two_crops, args.spread, args.seed), keep=False, parse=skim,
                         port=args.port, reuse_port=args.reuse_port)
     print(server.base_url, flush=True)
-    sys.stdout.flush()
     server.serve_forever()

@@ -22,6 +22,7 @@ from arena.core.dataset import load_datasets
 from arena.core.jsonl import append_line
 from arena.judges.llm import JudgeCache
 from arena.judges.metrics import summarize
+from arena.cli.interrupts import RunGuard
 from arena.cli.main import app
 from arena.runs.config import RunConfig
 from arena.store.lock import RunLock, RunLockedError
@@ -111,6 +112,28 @@ def test_two_concurrent_runs_of_one_command_one_is_refused(tmp_path: Path) -> No
     assert len(episodes) == len({e["key"] for e in episodes}) == 16
     assert served == 16  # the refused process played nothing
     assert (out / "twice" / ".lock").read_text() == ""  # released by the winner
+
+
+def test_a_refused_run_never_removes_the_directory_another_process_runs_in(tmp_path: Path) -> None:
+    """The race CI hit: two runs of one command start together, both find no run directory and so both would own it
+    if refused before recording anything. The one refused by the lock (or for any reason while the other holds
+    it) keeps its hands off; once no process holds the lock, a directory it made and nothing recorded is removed."""
+    run_dir = tmp_path / "logs" / "twice"
+    mine, theirs = RunGuard(), RunGuard()
+    mine.seen(run_dir)
+    theirs.seen(run_dir)
+    assert mine.created and theirs.created  # both saw no directory
+    holder = RunLock(run_dir, "arena run").acquire()  # the other process won the lock and opened its run
+    try:
+        (run_dir / "run.json").write_text("{}")
+        assert not mine.refused()
+        assert (run_dir / "run.json").is_file() and (run_dir / ".lock").is_file()
+    finally:
+        holder.release()
+    RunStore(run_dir).episodes_path.write_text('{"key": "e1"}\n')  # it recorded an episode, then ended
+    assert not mine.refused() and run_dir.is_dir()
+    RunStore(run_dir).episodes_path.write_text("")  # (had it recorded none, the directory goes)
+    assert theirs.refused() and not run_dir.exists()
 
 
 def test_refused_process_waits_for_a_holder_that_locked_but_has_not_written(tmp_path: Path) -> None:

@@ -4,8 +4,10 @@ stopped by Ctrl-C.
 `RunGuard` is told the run directory as soon as the runner knows it (`seen`, before anything is written there) and
 whether it existed then. `refused()` removes a directory this invocation created when not one episode record was
 written in it (a run refused before it starts leaves nothing on disk); a directory that existed before (a resumed
-run, another run's) is never removed. `interrupted_line()` says what a Ctrl-C keeps: the episodes recorded, that
-those in flight were not recorded and will be played again, and the `arena resume` command.
+run, another run's) is never removed, nor one whose run lock another process holds: two runs of one command started
+at the same moment both find no directory, and the one refused must not remove the other's. `interrupted_line()`
+says what a Ctrl-C keeps: the episodes recorded, that those in flight were not recorded and will be played again, and
+the `arena resume` command.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from arena.judges.metrics import ERRORED
+from arena.store.lock import RunLock, RunLockedError
 from arena.store.store import RunStore
 
 INTERRUPTED_EXIT = 130
@@ -49,11 +52,17 @@ class RunGuard:
         return {key: entry.finish for key, entry in RunStore(self.run_dir).index(persist=False).latest().items()}
 
     def refused(self) -> bool:
-        """Remove the run directory if this invocation created it and no episode was recorded in it; whether it
-        was removed."""
+        """Remove the run directory if this invocation created it, no episode was recorded in it and no other
+        process holds its run lock (taken for the removal); whether it was removed."""
         if self.run_dir is None or not self.created or not self.run_dir.is_dir() or self.wrote_episodes():
             return False
-        shutil.rmtree(self.run_dir, ignore_errors=True)
+        try:
+            with RunLock(self.run_dir, "arena run (removing the directory of a run that did not start)"):
+                if self.wrote_episodes():  # (recorded by the process that held the lock until now)
+                    return False
+                shutil.rmtree(self.run_dir, ignore_errors=True)
+        except RunLockedError:  # another process writes this run: the directory is its own
+            return False
         return not self.run_dir.exists()
 
     def interrupted_line(self) -> str:

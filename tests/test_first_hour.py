@@ -137,6 +137,11 @@ def test_the_progress_start_line_is_said_once_for_several_runs() -> None:
     assert len(said) == 1 and progress.todo == 15
 
 
+WITH_DEFAULT_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                       "os.execv(sys.argv[1], sys.argv[1:])")
+"""Run the command its arguments name with SIGINT's default disposition (kept across `exec`, unlike a handler)."""
+
+
 @pytest.fixture
 def slow_server():
     """The tests' OpenAI-compatible stand-in in its own process, answering each request after 1.5 s."""
@@ -153,9 +158,12 @@ def test_ctrl_c_says_what_is_kept_and_how_to_resume(slow_server: str, tmp_path: 
     data = write_tiny_dataset(tmp_path / "data", n_items=6)
     run_dir = tmp_path / "logs" / "slow"
     env = {**os.environ, "ARENA_PROGRESS_EVERY": "0"}
-    process = subprocess.Popen([ARENA, "run", "--data", str(data), "--agent", "openai", "--model", "m", "--base-url",
-                                slow_server, "--concurrency", "2", "--out", str(tmp_path / "logs"), "--run-id",
-                                "slow"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    # a user's Ctrl-C reaches a command whose SIGINT is the default; a test run started as a background job (`cmd &`
+    # in a script) has it ignored, and its children inherit that: the command is started with it set back
+    command = [ARENA, "run", "--data", str(data), "--agent", "openai", "--model", "m", "--base-url", slow_server,
+               "--concurrency", "2", "--out", str(tmp_path / "logs"), "--run-id", "slow"]
+    process = subprocess.Popen([sys.executable, "-c", WITH_DEFAULT_SIGINT, *command], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, env=env)
     deadline = time.monotonic() + 60
     episodes = run_dir / "episodes.jsonl"
     while time.monotonic() < deadline and not (episodes.is_file() and episodes.read_text().count("\n") >= 1):

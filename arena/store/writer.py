@@ -57,7 +57,7 @@ from arena.core.content_ids import content_id
 from arena.core.jsonl import Appender
 
 from .calls import TranscriptWriter
-from .file_digests import TaskFileBlobs, digests, put_task_file, remembered
+from .file_digests import TaskFileBlobs, digests, remembered
 from .shared_appends import SharedAppends
 
 T = TypeVar("T")
@@ -447,8 +447,7 @@ class WriterBlobStore(TaskFileBlobs):
             self._stored.add(blob_id)
             return blob_id
         if self.wait:  # independent of the records: no barrier between the commits of a batch
-            self._stored.add(self.writer._put(APPEND, None, self.write, (blob_id, data)).result())
-            return blob_id
+            return self.writer._put(APPEND, None, self.write, (blob_id, data)).result()  # (`write` notes it stored)
         return self.queued(blob_id, data)
 
     def queued(self, blob_id: str, data: bytes) -> str:
@@ -468,14 +467,11 @@ class WriterBlobStore(TaskFileBlobs):
         if known is not None and (known in self._stored or self.path(known).exists()):
             self._stored.add(known)
             return known
-        stored = self.writer._put(APPEND, None, put_task_file, (self, where)).result()
-        self._stored.add(stored)
-        return stored
+        return self.writer._put(APPEND, None, super().put_file, (where,)).result()  # (on the writer's thread)
 
     def _write(self, blob_id: str, data: bytes) -> None:
         try:
-            self.write(blob_id, data)  # hashed once, by `put`
-            self._stored.add(blob_id)
+            self.write(blob_id, data)  # hashed once, by `put`; noted as stored (`TaskFileBlobs.write`)
         finally:
             with self._lock:
                 self._pending.pop(blob_id, None)

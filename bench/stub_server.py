@@ -23,16 +23,14 @@ run reached the server.
 
     serve(delay, answer)   # answer(buffer, length) -> the whole HTTP response, from replies encoded beforehand
 
-`bench/overhead.py` serves its tiny dataset's script with it too (`--spread`: lognormal delays of mean `delay`;
+`bench/overhead.py` serves its tiny dataset's script with it too (`bench/tiny_stub.py`: a delay drawn per request;
 `port` + `reuse_port`: several processes share one port; `buffer`: body buffers sized for its ~20 KB requests).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-import random
 import socket
 import threading
 import time
@@ -203,29 +201,16 @@ class _Connection:
         return rest
 
 
-def delays(delay: float, spread: float = 0.0, seed: int = 0) -> Callable[[], float]:
-    """Each reply's delay: `delay`, or with `spread` > 0 `delay` times a lognormal factor of mean 1 (sigma `spread`,
-    drawn from a generator seeded with `seed`, under a lock: the connections' threads draw in turn)."""
-    if not spread:
-        return lambda: delay
-    draw, lock = random.Random(seed), threading.Lock()
-
-    def wait() -> float:
-        with lock:
-            return delay * math.exp(draw.gauss(-spread * spread / 2, spread))
-    return wait
-
-
-def serve(delay: float, answer: Answer, *, spread: float = 0.0, seed: int = 0, port: int = 0,
-          reuse_port: bool = False, buffer: int = BUFFER, ready: int = READY) -> None:
+def serve(delay: float | Callable[[], float], answer: Answer, *, port: int = 0, reuse_port: bool = False,
+          buffer: int = BUFFER, ready: int = READY) -> None:
     """Listen on 127.0.0.1 (the URL, ending in /v1, printed on the first line) and answer every POST with
     `answer(buffer, length)` (the body is `buffer[:length]`; a whole HTTP response, pre-encoded) after `delay`
-    seconds (`delays`: with `spread`, drawn per request). `port` with `reuse_port`: share the port with other
-    processes (Linux SO_REUSEPORT spreads the connections over them). `buffer`: the least size of a body buffer,
-    `ready` of them made at start-up."""
+    seconds (a function: drawn per request). `port` with `reuse_port`: share the port with other processes (Linux
+    SO_REUSEPORT spreads the connections over them). `buffer`: the least size of a body buffer, `ready` of them made
+    at start-up."""
     stats, lock, buffers = {"requests": 0, "bytes": 0}, threading.Lock(), _Buffers(ready, buffer)
     arrivals: list[tuple[int, float, float]] = []
-    wait = delays(delay, spread, seed)
+    wait = delay if callable(delay) else (lambda: delay)
     listener = socket.create_server(("127.0.0.1", port), backlog=512, reuse_port=reuse_port)
     print(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", flush=True)
     number = 0

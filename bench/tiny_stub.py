@@ -21,7 +21,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 import stub_server  # noqa: E402
 
-from tests.support.openai_server import bench_responder, bench_server_options, completion_body  # noqa: E402
+from tests.support.openai_server import bench_responder, bench_server_options, completion_body, delays  # noqa: E402
 
 BODY_BUFFER = 1 << 16
 """The tiny dataset's requests are ~20 KB: 64 KiB body buffers, none made ahead (a larger body gets its own)."""
@@ -41,8 +41,8 @@ def answer_chooser(two_crops: bool = False) -> stub_server.Answer:
 
 def main() -> None:
     args = bench_server_options(__doc__.splitlines()[0]).parse_args()
-    stub_server.serve(args.delay, answer_chooser(args.two_crops), spread=args.spread, seed=args.seed,
-                      port=args.port, reuse_port=args.reuse_port, buffer=BODY_BUFFER, ready=0)
+    stub_server.serve(delays(args.delay, args.spread, args.seed), answer_chooser(args.two_crops), port=args.port,
+                      reuse_port=args.reuse_port, buffer=BODY_BUFFER, ready=0)
 
 
 if __name__ == "__main__":

@@ -84,11 +84,10 @@ def test_stub_answers_as_the_reference_and_counts_bytes():
 def test_overheads_lean_stub_answers_as_the_tests_stub_and_draws_the_same_delays():
     """`bench/tiny_stub.py` (the lean server `bench/overhead.py` now starts) answers the tiny dataset's script as the
     tests' `ChatServer` stub (`python -m tests.support.openai_server`) does, byte for byte, crop-search-answer and
-    crop-crop-answer; two processes share one port (`--reuse-port`); its lognormal delays are the tests' stub's, draw
-    for draw."""
-    from tests.support.openai_server import bench_responder
+    crop-crop-answer; two processes share one port (`--reuse-port`); its lognormal delays (`delays`, which both
+    servers draw from) are the tests' stub's, draw for draw."""
+    from tests.support.openai_server import bench_responder, delays
 
-    stub_server = bench_script("stub_server", "stub_server")
     bodies = _bodies()
     for two_crops in (False, True):
         flag = ["--two-crops"] if two_crops else []
@@ -121,7 +120,7 @@ def test_overheads_lean_stub_answers_as_the_tests_stub_and_draws_the_same_delays
             for proc in (lean, tests, second):
                 if proc is not None:
                     proc.terminate()
-    respond, wait = bench_responder(0.2, spread=0.5, seed=3), stub_server.delays(0.2, 0.5, 3)
+    respond, wait = bench_responder(0.2, spread=0.5, seed=3), delays(0.2, 0.5, 3)
     draws = [wait() for _ in range(50)]
     assert draws == [respond({"messages": []}).delay for _ in range(50)] and len(set(draws)) == 50
-    assert stub_server.delays(0.2)() == 0.2
+    assert delays(0.2)() == 0.2

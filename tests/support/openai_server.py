@@ -75,18 +75,24 @@ def last_user_text(request: dict[str, Any]) -> str:
     return ""
 
 
-def bench_responder(delay: float, two_crops: bool = False, spread: float = 0.0, seed: int = 0) -> Responder:
-    """Crop, then search, then answer: the shape of a short VistaArena episode (`two_crops`: crop the sign, then a
-    second box of the image, then answer, as issue 13's crop-heavy workload). With `spread` > 0 each reply waits
-    `delay` times a lognormal factor of mean 1 (sigma `spread`, from a generator seeded with `seed`)."""
-    draw = random.Random(seed)
-    lock = threading.Lock()
+def delays(delay: float, spread: float = 0.0, seed: int = 0) -> Callable[[], float]:
+    """Each reply's delay: `delay`, or with `spread` > 0 `delay` times a lognormal factor of mean 1 (sigma `spread`,
+    drawn from a generator seeded with `seed`, under a lock: the connections' threads draw in turn)."""
+    if not spread:
+        return lambda: delay
+    draw, lock = random.Random(seed), threading.Lock()
 
     def wait() -> float:
-        if not spread:
-            return delay
         with lock:
             return delay * math.exp(draw.gauss(-spread * spread / 2, spread))
+    return wait
+
+
+def bench_responder(delay: float, two_crops: bool = False, spread: float = 0.0, seed: int = 0) -> Responder:
+    """Crop, then search, then answer: the shape of a short VistaArena episode (`two_crops`: crop the sign, then a
+    second box of the image, then answer, as issue 13's crop-heavy workload). Each reply waits `delays(delay,
+    spread, seed)`."""
+    wait = delays(delay, spread, seed)
     crop = '<think>zoom</think><tool_call>{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [700, 80, 960, 220]}}</tool_call>'
     search = '<think>search</think><tool_call>{"name": "text_search_tool", "arguments": {"query": "Orvanta Lighthouse"}}</tool_call>'
     second = '<think>zoom</think><tool_call>{"name": "image_zoom_in_tool", "arguments": {"bbox_2d": [100, 450, 500, 900]}}</tool_call>'

@@ -250,6 +250,35 @@ def test_workers_end_with_exit_code_0_after_a_run_and_1_after_a_failure_they_rep
     assert (kind, worker, proc.exitcode) == ("failed", 3, 1) and "ValidationError" in message
 
 
+def test_the_workers_wind_down_while_the_summary_is_made(tmp_path: Path, made: list[WorkerBackend],
+                                                          monkeypatch) -> None:
+    """Once every episode has landed, the worker processes are told to stop before the driver reads the run back
+    for its summary (their shutdown overlaps it instead of following it); the summary still counts their CPU, every
+    episode is in it, and every worker exits with 0."""
+    events: list[str] = []
+    stop, write_summary = WorkerBackend.aclose, RunStore.write_summary
+
+    async def stopping(self) -> None:
+        events.append("workers told to stop")
+        await stop(self)
+        events.append("workers stopped")
+
+    def writing(self, summary) -> None:
+        events.append("summary written")
+        write_summary(self, summary)
+    monkeypatch.setattr(WorkerBackend, "aclose", stopping)
+    monkeypatch.setattr(RunStore, "write_summary", writing)
+    data = write_tiny_dataset(tmp_path / "data", n_items=4)
+    with OpenAIStub(lambda request: "<answer>1874</answer>") as server:
+        result = run(RunConfig(data=str(data), agent="openai", judge="normalized", out=str(tmp_path / "logs"),
+                               concurrency=4, workers=2, agent_options={"model": "m", "base_url": server.base_url}))
+    assert events[0] == "workers told to stop" and events.count("summary written") == 1
+    assert set(events) == {"workers told to stop", "workers stopped", "summary written"}
+    summary = json.loads((result.run_dir / "summary.json").read_text())
+    assert summary["harness"]["episodes"] == 4 and summary["harness"]["worker_cpu_seconds"] > 0
+    assert [p.exitcode for p in made[0].procs] == [0, 0]
+
+
 def run_script(script: Path, text: str) -> subprocess.CompletedProcess:
     """Run `text` as the file `script` in a new interpreter at the repository's root (a spawned child of it can
     import the script's functions, which a `-c` program's children cannot)."""

@@ -268,6 +268,7 @@ class RunSession:
         # the workers of a killed run this one resumes
         self.writer = RunWriter(files=SharedAppends(store.dir))
         self.backend: Backend | None = None
+        self.backend_closed: asyncio.Future[None] | None = None  # the backend's stop, once begun
         self.spent_worker_cpu: float | None = None
         self.judge_name = config.judge.name or AUTO
         self.judge_label = endpoint_label(config.judge.options)
@@ -474,6 +475,10 @@ class RunSession:
         config, store, writer = self.config, self.store, self.writer
         if self.stops.message:  # a stopped run's worker processes land what they had finished before it is read
             await self.close_backend()
+        # every episode has landed (a worker's records are on disk before it reports them): the backend stops (its
+        # worker processes wind down and exit) while the summary is made, instead of after it
+        workers = self.backend.worker_cpu_seconds() if self.backend else self.spent_worker_cpu
+        self.begin_backend_close()
         await writer.drained()
         self.unwritten.extend(writer.problems)
         scan = scan_run(store)
@@ -507,7 +512,6 @@ class RunSession:
                     group["cost"] = costs[(group["agent"], group["setting"], group["max_rounds"])]
             warnings += [w for w in previous.get("warnings", []) if w not in warnings]
         if self.meter.times.episodes:
-            workers = self.backend.worker_cpu_seconds() if self.backend else self.spent_worker_cpu
             summary["harness"] = self.meter.figures(workers)
         elif store.summary_path.is_file():  # nothing played now: the figures of the session that played
             previous_harness = json.loads(store.summary_path.read_text()).get("harness")
@@ -533,12 +537,22 @@ class RunSession:
         await self.close_backend()
         await asyncio.to_thread(self.writer.close)
 
+    def begin_backend_close(self) -> asyncio.Future[None]:
+        """Begin stopping the backend, once (its workers append their last records first); returns the stop, which
+        `close` awaits whatever happens before."""
+        if self.backend_closed is None:
+            self.backend_closed = asyncio.ensure_future(self._stop_backend(self.backend))
+        return self.backend_closed
+
     async def close_backend(self) -> None:
-        """Stop the backend once (its workers append their last records first)."""
-        backend, self.backend = self.backend, None
+        """Stop the backend (begun now, or earlier by `begin_backend_close`) and wait until it has stopped."""
+        await self.begin_backend_close()
+
+    async def _stop_backend(self, backend: Backend | None) -> None:
         if backend is not None:
             await backend.aclose()
             self.spent_worker_cpu = backend.worker_cpu_seconds()
+        self.backend = None
 
 
 def _spent_cost_of_record(record: dict[str, Any], price: tuple[float, float] | None) -> float | None:

@@ -17,7 +17,9 @@ tiny dataset against a local OpenAI-compatible server in a separate process:
    the harness: compare such rows with each other, before/after), `--servers N` serves the stub from N processes sharing one port (so
    that it is not the bottleneck); `--ways` takes 1024 and 4096 (4096 is skipped below 8 cores, saying so). Each
    row also gives the driver's CPU per finished episode and the run's own figures (summary.json `harness`,
-   where the checkout writes it).
+   where the checkout writes it), and a second line with where the time over ideal went (`where_over`: how late
+   the replies of the first wave's round 1, which all come back at once, and of every later call were taken, and
+   the time from the last episode recorded to the end of the run).
 
     .venv/bin/python bench/overhead.py [--tasks 64] [--photo [--fresh-crops]] [--two-crops] [--protocol P]
     .venv/bin/python bench/overhead.py --scale [--delays 1,0.2] [--ways 64,256,1024,4096] [--workers 0,2]
@@ -132,8 +134,10 @@ def over_ideal(data: Path, out: Path, base_url: str, delay: float, ways: int, wo
     playing: list[tuple[float, float, float]] = []
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     servers = server if isinstance(server, list) else [server]
+    recorded: list[float] = []  # when the driver recorded each episode
     result = run(config, on_start=lambda *_: playing.append((time.perf_counter(), time.process_time(),
-                                                             sum(map(server_cpu, servers)))))
+                                                             sum(map(server_cpu, servers)))),
+                 progress=lambda *_: recorded.append(time.perf_counter()))
     ended, cpu = time.perf_counter(), time.process_time() - playing[0][1]
     served = sum(map(server_cpu, servers)) - playing[0][2]
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -156,7 +160,34 @@ def over_ideal(data: Path, out: Path, base_url: str, delay: float, ways: int, wo
             f"{100 * (wall / ideal - 1):+.1f} % (start-up {playing[0][0] - began:.2f} s); CPU per round: "
             f"driver {cpu / rounds * 1000:.2f} ms, workers {worker_cpu / rounds * 1000:.2f} ms, "
             f"stub server {served / rounds * 1000:.1f} ms; driver CPU per finished episode "
-            f"{cpu / len(episodes) * 1000:.2f} ms{own}; load average {os.getloadavg()[0]:.1f}")
+            f"{cpu / len(episodes) * 1000:.2f} ms{own}; load average {os.getloadavg()[0]:.1f}\n  "
+            + where_over(episodes, ways, delay if not spread else None, ended - recorded[-1]))
+
+
+def where_over(episodes: list, ways: int, delay: float | None, after_last: float) -> str:
+    """Where a run's time over ideal went, from its own records: how late each model call's reply was taken
+    compared with the server's fixed `delay` (each step's `model_seconds` runs from the turn's start to its reply
+    parsed: the request built and sent, the server's delay, the reply read while the event loop was busy with other
+    episodes), for round 1 of the first wave (the first `ways` episodes of the dataset, which start together:
+    every reply of that round comes back at once) apart from every later call; and the time from the last episode
+    recorded to the end of the run (the summary read back from the store, the backend's shutdown). Without a fixed
+    delay (`--spread`) only the latter."""
+    tail = f"after the last episode recorded: {after_last * 1000:.0f} ms (summary, shutdown)"
+    if delay is None or not episodes:
+        return tail
+    first, later = [], []
+    for episode in episodes:
+        wave = (int(episode.task.id.lstrip("q")) - 1) // ways
+        for step in episode.steps:
+            (first if wave == 0 and step.round == 1 else later).append(step.model_seconds - delay)
+    first.sort()
+    later.sort()
+
+    def spread(lags: list[float], high: float) -> str:
+        return (f"median {lags[len(lags) // 2] * 1000:.0f} ms, {'max' if high == 1 else f'p{high * 100:g}'} "
+                f"{lags[min(len(lags) - 1, int(high * len(lags)))] * 1000:.0f} ms") if lags else "none"
+    return (f"replies taken late: round 1 of the first wave {spread(first, 1)}; every later call "
+            f"{spread(later, 0.99)}; {tail}")
 
 
 def scale(tmp_path: Path, delays: list[float], ways: list[int], workers: list[int], waves: int,

@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -183,11 +184,11 @@ def where_over(episodes: list, ways: int, delay: float | None, after_last: float
     first.sort()
     later.sort()
 
-    def spread(lags: list[float], high: float) -> str:
-        return (f"median {lags[len(lags) // 2] * 1000:.0f} ms, {'max' if high == 1 else f'p{high * 100:g}'} "
+    def lateness(lags: list[float], high: float) -> str:  # (`lags` sorted) the median and the `high` quantile
+        return (f"median {statistics.median(lags) * 1000:.0f} ms, {'max' if high == 1 else f'p{high * 100:g}'} "
                 f"{lags[min(len(lags) - 1, int(high * len(lags)))] * 1000:.0f} ms") if lags else "none"
-    return (f"replies taken late: round 1 of the first wave {spread(first, 1)}; every later call "
-            f"{spread(later, 0.99)}; {tail}")
+    return (f"replies taken late: round 1 of the first wave {lateness(first, 1)}; every later call "
+            f"{lateness(later, 0.99)}; {tail}")
 
 
 def scale(tmp_path: Path, delays: list[float], ways: list[int], workers: list[int], waves: int,
